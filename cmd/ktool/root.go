@@ -1,0 +1,31 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/ktoolhq/ktool/tools/cmdutil"
+	versioncmd "github.com/ktoolhq/ktool/tools/version"
+)
+
+func newRootCommand(f *cmdutil.Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "ktool",
+		Short: "Run Kafka-compatible brokers and operate any Kafka cluster",
+		Long: `ktool is one binary that runs Kafka-compatible brokers (standalone or as a
+ZooKeeper-coordinated cluster) and is the operator's toolbox for them and for any
+Kafka cluster: topics with AR/ISR/OSR, the controller, leader elections, consumer
+groups, console produce and consume, and performance tests.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(f.IO.In)
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
+	f.AddGlobalFlags(root)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return cmdutil.UsageError(err) })
+
+	root.AddCommand(
+		versioncmd.NewCommand(f),
+	)
+	return root
+}
