@@ -1,0 +1,66 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseProperties(t *testing.T) {
+	in := "# comment\n! other\nbroker.id=3\nlisteners = PLAINTEXT://:9093\nlog.dirs=/a,\\\n  /b\nzookeeper.connect: localhost:2181/kafka\n"
+	props, err := ParseProperties(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"broker.id": "3", "listeners": "PLAINTEXT://:9093", "log.dirs": "/a,/b", "zookeeper.connect": "localhost:2181/kafka"}
+	for k, v := range want {
+		if props[k] != v {
+			t.Errorf("%s = %q, want %q", k, props[k], v)
+		}
+	}
+	if _, err := ParseProperties(strings.NewReader("novalue\n")); err == nil {
+		t.Error("a line without = must be an error")
+	}
+}
+
+func TestBrokerValidation(t *testing.T) {
+	if _, err := NewBroker(map[string]string{"num.partitions": "zero"}); err == nil {
+		t.Error("non-numeric num.partitions accepted")
+	}
+	if _, err := NewBroker(map[string]string{"log.message.timestamp.type": "Sometime"}); err == nil {
+		t.Error("bad timestamp type accepted")
+	}
+	if got := Unknown(map[string]string{"broker.id": "1", "no.such.thing": "x"}); len(got) != 1 || got[0] != "no.such.thing" {
+		t.Errorf("Unknown = %v", got)
+	}
+}
+
+func TestTopicSynonyms(t *testing.T) {
+	b, err := NewBroker(map[string]string{"log.retention.hours": "2", "log.segment.bytes": "1000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := b.Topic(nil)
+	if got := tc.Int("retention.ms"); got != 2*3600000 {
+		t.Errorf("retention.ms = %d, want from log.retention.hours", got)
+	}
+	if got := tc.Int("segment.bytes"); got != 1000 {
+		t.Errorf("segment.bytes = %d", got)
+	}
+	if got := tc.Int("segment.ms"); got != 168*3600000 {
+		t.Errorf("segment.ms = %d", got)
+	}
+	v, syn := b.TopicValue("retention.ms", map[string]string{"retention.ms": "5"})
+	if v.Value != "5" || v.Source != SourceDynamicTopic || len(syn) < 2 {
+		t.Errorf("override: %+v %+v", v, syn)
+	}
+	b.SetDynamic(map[string]string{"log.retention.ms": "7"})
+	if got := b.Topic(nil).Int("retention.ms"); got != 7 {
+		t.Errorf("dynamic log.retention.ms not used: %d", got)
+	}
+	if err := ValidateTopicConfigs(map[string]string{"cleanup.policy": "compact,delete"}); err != nil {
+		t.Error(err)
+	}
+	if err := ValidateTopicConfigs(map[string]string{"retention.mss": "1"}); err == nil {
+		t.Error("unknown topic config accepted")
+	}
+}

@@ -1,0 +1,234 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Type is a config's type, numbered as DescribeConfigs v3+ reports it.
+type Type int8
+
+// Config types.
+const (
+	Bool     Type = 1
+	String   Type = 2
+	Int      Type = 3
+	Long     Type = 5
+	Double   Type = 6
+	List     Type = 7
+	Password Type = 9
+)
+
+// Source says where a value came from, numbered as DescribeConfigs reports it.
+type Source int8
+
+// Config sources.
+const (
+	SourceDynamicTopic         Source = 1
+	SourceDynamicBroker        Source = 2
+	SourceDynamicDefaultBroker Source = 3
+	SourceStaticBroker         Source = 4
+	SourceDefault              Source = 5
+)
+
+// Def describes one setting.
+type Def struct {
+	Name    string
+	Type    Type
+	Default string // "" with NoDefault means null
+	Null    bool   // the default is null
+	Doc     string
+	// Dynamic: may be changed at run time through AlterConfigs / IncrementalAlterConfigs.
+	Dynamic bool
+	// Synonyms of a topic config: broker settings that provide its default, most
+	// specific first (log.retention.ms before log.retention.hours).
+	Synonyms []string
+	// Scale converts a synonym's value to the topic config's unit (hours -> ms).
+	Scale map[string]int64
+	Valid func(string) error
+}
+
+func oneOf(vals ...string) func(string) error {
+	return func(v string) error {
+		for _, x := range vals {
+			if strings.EqualFold(v, x) {
+				return nil
+			}
+		}
+		return fmt.Errorf("must be one of %s", strings.Join(vals, ", "))
+	}
+}
+
+func atLeast(min int64) func(string) error {
+	return func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return err
+		}
+		if n < min {
+			return fmt.Errorf("must be at least %d", min)
+		}
+		return nil
+	}
+}
+
+const maxLong = "9223372036854775807"
+
+var compressionTypes = []string{"producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"}
+
+// BrokerDefs are the broker settings ktool understands, under Kafka's names.
+var BrokerDefs = []Def{
+	{Name: "broker.id", Type: Int, Default: "-1", Doc: "broker id; -1 generates one from ZooKeeper (above reserved.broker.max.id) and keeps it in meta.properties"},
+	{Name: "reserved.broker.max.id", Type: Int, Default: "1000", Doc: "largest id a user may configure"},
+	{Name: "broker.rack", Type: String, Null: true, Doc: "rack of the broker, for rack-aware replica assignment"},
+	{Name: "listeners", Type: List, Default: "PLAINTEXT://:9092", Doc: "listener URIs, PLAINTEXT://host:port"},
+	{Name: "advertised.listeners", Type: List, Null: true, Doc: "listeners published to clients; defaults to listeners"},
+	{Name: "log.dirs", Type: List, Null: true, Doc: "data directories; defaults to log.dir"},
+	{Name: "log.dir", Type: String, Default: "/tmp/kafka-logs", Doc: "data directory when log.dirs is not set"},
+	{Name: "zookeeper.connect", Type: String, Null: true, Doc: "ZooKeeper host:port[,host:port][/chroot]; unset runs standalone on the embedded store"},
+	{Name: "zookeeper.session.timeout.ms", Type: Int, Default: "18000", Doc: "ZooKeeper session timeout"},
+	{Name: "zookeeper.connection.timeout.ms", Type: Int, Null: true, Doc: "how long to wait for a ZooKeeper connection; defaults to the session timeout"},
+	{Name: "num.partitions", Type: Int, Default: "1", Doc: "default partition count of new topics", Valid: atLeast(1)},
+	{Name: "default.replication.factor", Type: Int, Default: "1", Doc: "default replication factor of new topics", Valid: atLeast(1)},
+	{Name: "auto.create.topics.enable", Type: Bool, Default: "true", Doc: "create unknown topics when a client asks Metadata for them"},
+	{Name: "delete.topic.enable", Type: Bool, Default: "true", Doc: "allow topic deletion"},
+	{Name: "min.insync.replicas", Type: Int, Default: "1", Dynamic: true, Doc: "least ISR size for acks=all writes", Valid: atLeast(1)},
+	{Name: "unclean.leader.election.enable", Type: Bool, Default: "false", Dynamic: true, Doc: "allow an out-of-sync replica to become leader (may lose data)"},
+	{Name: "auto.leader.rebalance.enable", Type: Bool, Default: "true", Doc: "the controller moves leadership back to preferred replicas"},
+	{Name: "leader.imbalance.per.broker.percentage", Type: Int, Default: "10", Doc: "imbalance ratio above which the controller rebalances a broker's leaders"},
+	{Name: "leader.imbalance.check.interval.seconds", Type: Long, Default: "300", Doc: "how often the controller checks leader imbalance"},
+	{Name: "replica.lag.time.max.ms", Type: Long, Default: "30000", Doc: "a follower not caught up for this long leaves the ISR"},
+	{Name: "replica.fetch.max.bytes", Type: Int, Default: "1048576", Doc: "bytes per partition a follower fetches"},
+	{Name: "replica.fetch.response.max.bytes", Type: Int, Default: "10485760", Doc: "bytes per follower fetch response"},
+	{Name: "replica.fetch.wait.max.ms", Type: Int, Default: "500", Doc: "follower fetch long-poll time"},
+	{Name: "replica.fetch.backoff.ms", Type: Int, Default: "1000", Doc: "sleep after a failed follower fetch"},
+	{Name: "replica.high.watermark.checkpoint.interval.ms", Type: Long, Default: "5000", Doc: "how often high watermarks are checkpointed"},
+	{Name: "controlled.shutdown.enable", Type: Bool, Default: "true", Doc: "move leaderships away before a clean shutdown"},
+	{Name: "controlled.shutdown.max.retries", Type: Int, Default: "3", Doc: "controlled shutdown attempts"},
+	{Name: "controlled.shutdown.retry.backoff.ms", Type: Long, Default: "5000", Doc: "wait between controlled shutdown attempts"},
+	{Name: "controller.socket.timeout.ms", Type: Int, Default: "30000", Doc: "timeout of controller-to-broker requests"},
+	{Name: "socket.request.max.bytes", Type: Int, Default: "104857600", Doc: "largest request frame accepted", Valid: atLeast(1)},
+	{Name: "message.max.bytes", Type: Int, Default: "1048588", Dynamic: true, Doc: "largest record batch accepted", Valid: atLeast(0)},
+	{Name: "request.timeout.ms", Type: Int, Default: "30000", Doc: "timeout of inter-broker requests"},
+	{Name: "log.segment.bytes", Type: Int, Default: "1073741824", Dynamic: true, Doc: "segment size", Valid: atLeast(14)},
+	{Name: "log.roll.ms", Type: Long, Null: true, Dynamic: true, Doc: "roll a segment after this long"},
+	{Name: "log.roll.hours", Type: Int, Default: "168", Doc: "roll a segment after this many hours"},
+	{Name: "log.retention.ms", Type: Long, Null: true, Dynamic: true, Doc: "keep data this long; -1 forever"},
+	{Name: "log.retention.minutes", Type: Int, Null: true, Doc: "retention in minutes"},
+	{Name: "log.retention.hours", Type: Int, Default: "168", Doc: "retention in hours"},
+	{Name: "log.retention.bytes", Type: Long, Default: "-1", Dynamic: true, Doc: "keep at most this many bytes per partition; -1 unbounded"},
+	{Name: "log.retention.check.interval.ms", Type: Long, Default: "300000", Doc: "how often retention runs", Valid: atLeast(1)},
+	{Name: "log.flush.interval.messages", Type: Long, Default: maxLong, Dynamic: true, Doc: "fsync after this many messages", Valid: atLeast(1)},
+	{Name: "log.flush.interval.ms", Type: Long, Null: true, Dynamic: true, Doc: "fsync data older than this; null uses log.flush.scheduler.interval.ms"},
+	{Name: "log.flush.scheduler.interval.ms", Type: Long, Default: maxLong, Doc: "how often the flusher checks logs"},
+	{Name: "log.flush.offset.checkpoint.interval.ms", Type: Int, Default: "60000", Doc: "how often recovery points are checkpointed"},
+	{Name: "log.index.interval.bytes", Type: Int, Default: "4096", Dynamic: true, Doc: "bytes between offset-index entries", Valid: atLeast(0)},
+	{Name: "log.message.timestamp.type", Type: String, Default: "CreateTime", Dynamic: true, Doc: "CreateTime or LogAppendTime", Valid: oneOf("CreateTime", "LogAppendTime")},
+	{Name: "log.cleanup.policy", Type: List, Default: "delete", Dynamic: true, Doc: "delete, compact or both", Valid: validCleanup},
+	{Name: "log.cleaner.delete.retention.ms", Type: Long, Default: "86400000", Dynamic: true, Doc: "how long tombstones are kept"},
+	{Name: "log.cleaner.min.cleanable.ratio", Type: Double, Default: "0.5", Dynamic: true, Doc: "dirty ratio above which a log is compacted"},
+	{Name: "log.cleaner.min.compaction.lag.ms", Type: Long, Default: "0", Dynamic: true, Doc: "least age of a record before compaction"},
+	{Name: "log.cleaner.max.compaction.lag.ms", Type: Long, Default: maxLong, Dynamic: true, Doc: "most age of a record before compaction"},
+	{Name: "log.cleaner.backoff.ms", Type: Long, Default: "15000", Doc: "sleep of the cleaner when there is nothing to clean"},
+	{Name: "compression.type", Type: String, Default: "producer", Dynamic: true, Doc: "producer keeps what the producer sent; or uncompressed, gzip, snappy, lz4, zstd", Valid: oneOf(compressionTypes...)},
+	{Name: "offsets.topic.num.partitions", Type: Int, Default: "50", Doc: "partitions of __consumer_offsets", Valid: atLeast(1)},
+	{Name: "offsets.topic.replication.factor", Type: Int, Default: "3", Doc: "replication factor of __consumer_offsets (capped at the live broker count when it is created)", Valid: atLeast(1)},
+	{Name: "offsets.topic.segment.bytes", Type: Int, Default: "104857600", Doc: "segment size of __consumer_offsets"},
+	{Name: "offsets.retention.minutes", Type: Int, Default: "10080", Doc: "committed offsets of empty groups expire after this"},
+	{Name: "offsets.retention.check.interval.ms", Type: Long, Default: "600000", Doc: "how often expired offsets are removed"},
+	{Name: "offsets.commit.timeout.ms", Type: Int, Default: "5000", Doc: "how long an offset commit waits for replication"},
+	{Name: "group.initial.rebalance.delay.ms", Type: Int, Default: "3000", Doc: "delay of the first rebalance of an empty group"},
+	{Name: "group.min.session.timeout.ms", Type: Int, Default: "6000", Doc: "smallest session timeout a member may ask for"},
+	{Name: "group.max.session.timeout.ms", Type: Int, Default: "1800000", Doc: "largest session timeout a member may ask for"},
+	{Name: "group.max.size", Type: Int, Default: "2147483647", Doc: "most members of one group"},
+	{Name: "transactional.id.expiration.ms", Type: Int, Default: "604800000", Doc: "kept for compatibility; transactions are not supported"},
+	{Name: "producer.id.expiration.ms", Type: Int, Default: "86400000", Doc: "producer state of idle producers expires after this"},
+	{Name: "metrics.listener", Type: String, Null: true, Doc: "host:port of the Prometheus metrics and health HTTP listener (ktool)"},
+	{Name: "cluster.id", Type: String, Null: true, Doc: "cluster id to use when the store has none yet (ktool)"},
+}
+
+// TopicDefs are the topic configs, with their broker synonyms.
+var TopicDefs = []Def{
+	{Name: "cleanup.policy", Type: List, Default: "delete", Synonyms: []string{"log.cleanup.policy"}, Valid: validCleanup},
+	{Name: "compression.type", Type: String, Default: "producer", Synonyms: []string{"compression.type"}, Valid: oneOf(compressionTypes...)},
+	{Name: "delete.retention.ms", Type: Long, Default: "86400000", Synonyms: []string{"log.cleaner.delete.retention.ms"}, Valid: atLeast(0)},
+	{Name: "file.delete.delay.ms", Type: Long, Default: "60000", Synonyms: []string{"log.segment.delete.delay.ms"}, Valid: atLeast(0)},
+	{Name: "flush.messages", Type: Long, Default: maxLong, Synonyms: []string{"log.flush.interval.messages"}, Valid: atLeast(1)},
+	{Name: "flush.ms", Type: Long, Default: maxLong, Synonyms: []string{"log.flush.interval.ms", "log.flush.scheduler.interval.ms"}, Valid: atLeast(0)},
+	{Name: "index.interval.bytes", Type: Int, Default: "4096", Synonyms: []string{"log.index.interval.bytes"}, Valid: atLeast(0)},
+	{Name: "max.compaction.lag.ms", Type: Long, Default: maxLong, Synonyms: []string{"log.cleaner.max.compaction.lag.ms"}, Valid: atLeast(1)},
+	{Name: "max.message.bytes", Type: Int, Default: "1048588", Synonyms: []string{"message.max.bytes"}, Valid: atLeast(0)},
+	{Name: "message.timestamp.type", Type: String, Default: "CreateTime", Synonyms: []string{"log.message.timestamp.type"}, Valid: oneOf("CreateTime", "LogAppendTime")},
+	{Name: "min.cleanable.dirty.ratio", Type: Double, Default: "0.5", Synonyms: []string{"log.cleaner.min.cleanable.ratio"}, Valid: validRatio},
+	{Name: "min.compaction.lag.ms", Type: Long, Default: "0", Synonyms: []string{"log.cleaner.min.compaction.lag.ms"}, Valid: atLeast(0)},
+	{Name: "min.insync.replicas", Type: Int, Default: "1", Synonyms: []string{"min.insync.replicas"}, Valid: atLeast(1)},
+	{Name: "retention.bytes", Type: Long, Default: "-1", Synonyms: []string{"log.retention.bytes"}},
+	{Name: "retention.ms", Type: Long, Default: "604800000", Synonyms: []string{"log.retention.ms", "log.retention.minutes", "log.retention.hours"},
+		Scale: map[string]int64{"log.retention.minutes": 60000, "log.retention.hours": 3600000}, Valid: atLeast(-1)},
+	{Name: "segment.bytes", Type: Int, Default: "1073741824", Synonyms: []string{"log.segment.bytes"}, Valid: atLeast(14)},
+	{Name: "segment.ms", Type: Long, Default: "604800000", Synonyms: []string{"log.roll.ms", "log.roll.hours"},
+		Scale: map[string]int64{"log.roll.hours": 3600000}, Valid: atLeast(1)},
+	{Name: "unclean.leader.election.enable", Type: Bool, Default: "false", Synonyms: []string{"unclean.leader.election.enable"}},
+	{Name: "message.downconversion.enable", Type: Bool, Default: "true", Doc: "accepted for compatibility; ktool never down-converts"},
+	{Name: "preallocate", Type: Bool, Default: "false", Doc: "accepted for compatibility"},
+}
+
+func validCleanup(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		switch strings.TrimSpace(p) {
+		case "delete", "compact":
+		default:
+			return fmt.Errorf("cleanup.policy must be delete, compact or both, not %q", p)
+		}
+	}
+	return nil
+}
+
+func validRatio(v string) error {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || f > 1 || math.IsNaN(f) {
+		return fmt.Errorf("must be a number between 0 and 1")
+	}
+	return nil
+}
+
+// LookupBroker returns the definition of a broker setting.
+func LookupBroker(name string) (Def, bool) { return lookup(BrokerDefs, name) }
+
+// LookupTopic returns the definition of a topic config.
+func LookupTopic(name string) (Def, bool) { return lookup(TopicDefs, name) }
+
+func lookup(defs []Def, name string) (Def, bool) {
+	for _, d := range defs {
+		if d.Name == name {
+			return d, true
+		}
+	}
+	return Def{}, false
+}
+
+// Check validates v against d's type and rule.
+func (d Def) Check(v string) error {
+	var err error
+	switch d.Type {
+	case Bool:
+		if _, e := strconv.ParseBool(v); e != nil {
+			err = fmt.Errorf("must be true or false")
+		}
+	case Int:
+		_, err = strconv.ParseInt(v, 10, 32)
+	case Long:
+		_, err = strconv.ParseInt(v, 10, 64)
+	case Double:
+		_, err = strconv.ParseFloat(v, 64)
+	}
+	if err == nil && d.Valid != nil {
+		err = d.Valid(v)
+	}
+	if err != nil {
+		return fmt.Errorf("invalid value %q for %s: %v", v, d.Name, err)
+	}
+	return nil
+}

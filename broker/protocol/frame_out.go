@@ -1,0 +1,110 @@
+package protocol
+
+import (
+	"bufio"
+	"encoding/binary"
+	"io"
+	"os"
+)
+
+// Body is a response body made of byte chunks and file regions, written in order.
+// File regions are released once written (or dropped).
+type Body struct {
+	parts []part
+	size  int64
+}
+
+type part struct {
+	b       []byte
+	f       *os.File
+	off, n  int64
+	release func()
+}
+
+// Bytes appends a chunk of bytes (not copied: the caller must not reuse b).
+func (b *Body) Bytes(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	// Merge consecutive byte chunks so the writer issues fewer calls.
+	if k := len(b.parts); k > 0 && b.parts[k-1].f == nil {
+		b.parts[k-1].b = append(b.parts[k-1].b, p...)
+	} else {
+		b.parts = append(b.parts, part{b: p})
+	}
+	b.size += int64(len(p))
+}
+
+// File appends the region [off, off+n) of f; release (if not nil) is called after it
+// has been written or when the body is dropped.
+func (b *Body) File(f *os.File, off, n int64, release func()) {
+	if n == 0 {
+		if release != nil {
+			release()
+		}
+		return
+	}
+	b.parts = append(b.parts, part{f: f, off: off, n: n, release: release})
+	b.size += n
+}
+
+// Size is the body's length in bytes.
+func (b *Body) Size() int64 { return b.size }
+
+// Release drops the file regions without writing them.
+func (b *Body) Release() {
+	for i := range b.parts {
+		if r := b.parts[i].release; r != nil {
+			b.parts[i].release = nil
+			r()
+		}
+	}
+}
+
+// writeFrame writes the 4-byte size, the header and the body. File regions go through
+// sf, which uses sendfile when the destination is a TCP socket.
+func writeFrame(w *bufio.Writer, sf fileSender, header []byte, body *Body) (int64, error) {
+	defer body.Release()
+	var sz [4]byte
+	total := int64(len(header)) + body.size
+	binary.BigEndian.PutUint32(sz[:], uint32(total))
+	if _, err := w.Write(sz[:]); err != nil {
+		return 0, err
+	}
+	if _, err := w.Write(header); err != nil {
+		return 0, err
+	}
+	for i := range body.parts {
+		p := &body.parts[i]
+		if p.f == nil {
+			if _, err := w.Write(p.b); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if err := w.Flush(); err != nil {
+			return 0, err
+		}
+		if err := sf.sendFile(p.f, p.off, p.n); err != nil {
+			return 0, err
+		}
+		if p.release != nil {
+			p.release()
+			p.release = nil
+		}
+	}
+	return 4 + total, nil
+}
+
+// fileSender copies a file region to the connection.
+type fileSender interface {
+	sendFile(f *os.File, off, n int64) error
+}
+
+// copySender is the portable fallback: pread into a small buffer and write.
+type copySender struct{ w io.Writer }
+
+func (c copySender) sendFile(f *os.File, off, n int64) error {
+	_, err := io.Copy(c.w, io.NewSectionReader(f, off, n))
+	return err
+}
