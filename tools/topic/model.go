@@ -1,0 +1,256 @@
+package topic
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Topic is one described topic. Field names in JSON and YAML are part of
+// ktool's stable output (see tools/README-fields.md).
+type Topic struct {
+	Name              string      `json:"name" yaml:"name"`
+	ID                string      `json:"id" yaml:"id"`
+	Internal          bool        `json:"internal" yaml:"internal"`
+	PartitionCount    int         `json:"partition_count" yaml:"partition_count"`
+	ReplicationFactor int         `json:"replication_factor" yaml:"replication_factor"`
+	MinInsyncReplicas int         `json:"min_insync_replicas" yaml:"min_insync_replicas"`
+	Overrides         []Config    `json:"config_overrides" yaml:"config_overrides"`
+	Partitions        []Partition `json:"partitions" yaml:"partitions"`
+}
+
+// Config is a topic config set on the topic itself, overriding the default.
+type Config struct {
+	Name  string `json:"name" yaml:"name"`
+	Value string `json:"value" yaml:"value"`
+}
+
+// Partition is one partition's replica and offset state.
+type Partition struct {
+	Partition       int32   `json:"partition" yaml:"partition"`
+	Leader          int32   `json:"leader" yaml:"leader"`
+	LeaderEpoch     int32   `json:"leader_epoch" yaml:"leader_epoch"`
+	Replicas        []int32 `json:"replicas" yaml:"replicas"`
+	ISR             []int32 `json:"isr" yaml:"isr"`
+	OSR             []int32 `json:"osr" yaml:"osr"`
+	Offline         []int32 `json:"offline_replicas" yaml:"offline_replicas"`
+	PreferredLeader bool    `json:"preferred_leader" yaml:"preferred_leader"`
+	LogStartOffset  int64   `json:"log_start_offset" yaml:"log_start_offset"`
+	HighWatermark   int64   `json:"high_watermark" yaml:"high_watermark"`
+	Error           string  `json:"error,omitempty" yaml:"error,omitempty"`
+
+	leaderLive bool
+}
+
+// OSR returns the out-of-sync replicas: assigned replicas (AR) not in the ISR,
+// in assignment order.
+func OSR(replicas, isr []int32) []int32 {
+	out := []int32{}
+	for _, r := range replicas {
+		if !slices.Contains(isr, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// UnderReplicated reports whether some assigned replica is out of sync.
+func (p Partition) UnderReplicated() bool { return len(p.ISR) < len(p.Replicas) }
+
+// Unavailable reports whether the partition has no leader that is alive.
+func (p Partition) Unavailable() bool { return p.Leader < 0 || !p.leaderLive }
+
+// UnderMinISR reports whether a write with acks=all would be refused.
+func (p Partition) UnderMinISR(minISR int) bool { return len(p.ISR) < minISR }
+
+// AtMinISR reports whether losing one more in-sync replica would refuse
+// acks=all writes.
+func (p Partition) AtMinISR(minISR int) bool { return len(p.ISR) == minISR }
+
+// FromMetadata turns one partition of a Metadata response into a Partition.
+// live holds the brokers present in the same response; replicas on brokers
+// that are not live count as offline, as Kafka's metadata cache does.
+func FromMetadata(d kadm.PartitionDetail, live map[int32]bool) Partition {
+	p := Partition{
+		Partition:      d.Partition,
+		Leader:         d.Leader,
+		LeaderEpoch:    d.LeaderEpoch,
+		Replicas:       nonNil(d.Replicas),
+		ISR:            nonNil(d.ISR),
+		Offline:        []int32{},
+		LogStartOffset: -1,
+		HighWatermark:  -1,
+		leaderLive:     d.Leader >= 0 && live[d.Leader],
+	}
+	p.OSR = OSR(p.Replicas, p.ISR)
+	for _, r := range p.Replicas {
+		if slices.Contains(d.OfflineReplicas, r) || !live[r] {
+			p.Offline = append(p.Offline, r)
+		}
+	}
+	p.PreferredLeader = len(p.Replicas) > 0 && p.Leader == p.Replicas[0]
+	if d.Err != nil && d.Err != kerr.LeaderNotAvailable {
+		p.Error = d.Err.Error()
+	}
+	return p
+}
+
+// LiveBrokers is the set of brokers in a Metadata response.
+func LiveBrokers(m kadm.Metadata) map[int32]bool {
+	live := make(map[int32]bool, len(m.Brokers))
+	for _, b := range m.Brokers {
+		live[b.NodeID] = true
+	}
+	return live
+}
+
+// Load describes topics (all non-internal ones plus internal ones when
+// internal is set, when names is empty): metadata, config overrides,
+// min.insync.replicas and each partition's log start offset and high watermark.
+func Load(ctx context.Context, adm *kadm.Client, names []string, internal bool) ([]Topic, error) {
+	m, err := adm.Metadata(ctx, names...)
+	if err != nil {
+		return nil, err
+	}
+	live := LiveBrokers(m)
+	var topics []Topic
+	for _, td := range m.Topics.Sorted() {
+		if td.Err != nil {
+			if td.Err == kerr.UnknownTopicOrPartition {
+				return nil, fmt.Errorf("topic %q does not exist (see `ktool topic list`)", td.Topic)
+			}
+			return nil, fmt.Errorf("describing topic %q: %w", td.Topic, td.Err)
+		}
+		if td.IsInternal && !internal && len(names) == 0 {
+			continue
+		}
+		t := Topic{
+			Name:              td.Topic,
+			ID:                topicID(td.ID),
+			Internal:          td.IsInternal,
+			PartitionCount:    len(td.Partitions),
+			ReplicationFactor: td.Partitions.NumReplicas(),
+			MinInsyncReplicas: 1,
+			Overrides:         []Config{},
+			Partitions:        []Partition{},
+		}
+		for _, pd := range td.Partitions.Sorted() {
+			t.Partitions = append(t.Partitions, FromMetadata(pd, live))
+		}
+		topics = append(topics, t)
+	}
+	if len(topics) == 0 {
+		return topics, nil
+	}
+	if err := addConfigs(ctx, adm, topics); err != nil {
+		return nil, err
+	}
+	if err := addOffsets(ctx, adm, topics); err != nil {
+		return nil, err
+	}
+	return topics, nil
+}
+
+func addConfigs(ctx context.Context, adm *kadm.Client, topics []Topic) error {
+	names := make([]string, len(topics))
+	for i, t := range topics {
+		names[i] = t.Name
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, names...)
+	if err != nil {
+		return fmt.Errorf("reading topic configs: %w", err)
+	}
+	byName := make(map[string]kadm.ResourceConfig, len(rcs))
+	for _, rc := range rcs {
+		byName[rc.Name] = rc
+	}
+	for i := range topics {
+		rc, ok := byName[topics[i].Name]
+		if !ok || rc.Err != nil {
+			continue
+		}
+		for _, c := range rc.Configs {
+			v := ""
+			if c.Value != nil {
+				v = *c.Value
+			}
+			if c.Key == "min.insync.replicas" {
+				if n, err := strconv.Atoi(v); err == nil {
+					topics[i].MinInsyncReplicas = n
+				}
+			}
+			if c.Source == kmsg.ConfigSourceDynamicTopicConfig {
+				if c.Sensitive {
+					v = "(sensitive)"
+				}
+				topics[i].Overrides = append(topics[i].Overrides, Config{Name: c.Key, Value: v})
+			}
+		}
+		slices.SortFunc(topics[i].Overrides, func(a, b Config) int {
+			switch {
+			case a.Name < b.Name:
+				return -1
+			case a.Name > b.Name:
+				return 1
+			}
+			return 0
+		})
+	}
+	return nil
+}
+
+func addOffsets(ctx context.Context, adm *kadm.Client, topics []Topic) error {
+	names := make([]string, len(topics))
+	for i, t := range topics {
+		names[i] = t.Name
+	}
+	// Offsets are best effort: a partition whose leader is down has none,
+	// and that must not hide the rest of the description.
+	starts, err := adm.ListStartOffsets(ctx, names...)
+	if err != nil && !isShardErrors(err) {
+		return fmt.Errorf("listing log start offsets: %w", err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, names...)
+	if err != nil && !isShardErrors(err) {
+		return fmt.Errorf("listing high watermarks: %w", err)
+	}
+	for i := range topics {
+		for j := range topics[i].Partitions {
+			p := &topics[i].Partitions[j]
+			if o, ok := starts.Lookup(topics[i].Name, p.Partition); ok && o.Err == nil {
+				p.LogStartOffset = o.Offset
+			}
+			if o, ok := ends.Lookup(topics[i].Name, p.Partition); ok && o.Err == nil {
+				p.HighWatermark = o.Offset
+			}
+		}
+	}
+	return nil
+}
+
+func isShardErrors(err error) bool {
+	var se *kadm.ShardErrors
+	return errors.As(err, &se)
+}
+
+func topicID(id kadm.TopicID) string {
+	if id == (kadm.TopicID{}) {
+		return ""
+	}
+	// Kafka prints topic ids as unpadded URL-safe base64.
+	return base64.RawURLEncoding.EncodeToString(id[:])
+}
+
+func nonNil(xs []int32) []int32 {
+	if xs == nil {
+		return []int32{}
+	}
+	return slices.Clone(xs)
+}
