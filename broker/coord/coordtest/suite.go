@@ -242,7 +242,6 @@ func testCreateGetSetDelete(t *testing.T, h Harness) {
 	}
 }
 
-
 func testErrors(t *testing.T, h Harness) {
 	r := req{t}
 	s := connect(t, h)
