@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ktoolhq/ktool/tools/cmdutil"
+	"github.com/ktoolhq/ktool/tools/perf"
 	versioncmd "github.com/ktoolhq/ktool/tools/version"
 )
 
@@ -26,6 +27,7 @@ groups, console produce and consume, and performance tests.`,
 
 	root.AddCommand(
 		versioncmd.NewCommand(f),
+		perf.NewCommand(f),
 	)
 	return root
 }
