@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,9 +80,15 @@ type Partition struct {
 // brokers (those listed in live, or all when live is nil), controller
 // controller, and the given topics. It lets tests show states kfake never
 // reaches on its own, such as a shrunken ISR or a partition without a leader.
-func FakeMetadata(c *kfake.Cluster, controller int32, live []int32, topics map[string][]Partition) {
+// After stop, kfake answers Metadata itself again.
+func FakeMetadata(c *kfake.Cluster, controller int32, live []int32, topics map[string][]Partition) (stop func()) {
 	addrs := c.ListenAddrs()
+	var stopped atomic.Bool
 	c.ControlKey(int16(kmsg.Metadata), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		if stopped.Load() {
+			c.DropControl()
+			return nil, nil, false
+		}
 		c.KeepControl()
 		req := kreq.(*kmsg.MetadataRequest)
 		resp := req.ResponseKind().(*kmsg.MetadataResponse)
@@ -132,6 +139,7 @@ func FakeMetadata(c *kfake.Cluster, controller int32, live []int32, topics map[s
 		}
 		return resp, nil, true
 	})
+	return func() { stopped.Store(true) }
 }
 
 // SyncBuffer is a bytes.Buffer safe for one writer and one reader, for
