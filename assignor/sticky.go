@@ -108,6 +108,9 @@ type stickyState struct {
 	tied       []bool
 	claimant   []int32 // some claimant, -1 if none
 	multiClaim []bool  // claimed by more than one member
+	topGen     []int32 // the highest generation any claim on it has
+	memberGen  []int32 // member -> generation of its claims
+	claims     [][]int32
 
 	owner    []int32 // the plan
 	count    []int
@@ -165,6 +168,9 @@ func newStickyState(g *group) *stickyState {
 	st.tied = make([]bool, total)
 	st.claimant = filled(total, -1)
 	st.multiClaim = make([]bool, total)
+	st.topGen = make([]int32, total)
+	st.memberGen = make([]int32, len(g.members))
+	st.claims = make([][]int32, len(g.members))
 	st.owner = filled(total, -1)
 	st.countAt = make([]int, total+1)
 	for mi := range g.members {
@@ -197,6 +203,7 @@ func (st *stickyState) claim(s stickyAssignor) {
 	for i, m := range st.g.members {
 		mi := int32(i)
 		owned, gen := s.claims(m.Member)
+		st.memberGen[mi] = gen
 		for topic, parts := range owned {
 			ti, ok := st.topicIdx[topic]
 			if !ok {
@@ -211,10 +218,12 @@ func (st *stickyState) claim(s stickyAssignor) {
 				id := st.base[ti] + p
 				switch c := st.claimant[id]; {
 				case c == -1:
-					st.claimant[id] = mi
+					st.claimant[id], st.topGen[id] = mi, gen
 				case c != mi:
 					st.multiClaim[id] = true
 				}
+				st.topGen[id] = max(st.topGen[id], gen)
+				st.claims[mi] = append(st.claims[mi], id)
 				if !valid {
 					continue
 				}
@@ -232,6 +241,22 @@ func (st *stickyState) claim(s stickyAssignor) {
 			st.prev[id] = -1
 		}
 	}
+	for _, c := range st.claims {
+		slices.Sort(c)
+	}
+}
+
+// withheld reports whether cooperative rebalancing must hold partition id
+// back from mi: another member still claims it, and mi does not already
+// own it. A claim counts as owning only at the highest generation claimed
+// for the partition; a member that missed rebalances may claim a partition
+// that since went to another member, which is consuming it now (KIP-792).
+func (st *stickyState) withheld(id, mi int32) bool {
+	if c := st.claimant[id]; c == -1 || c == mi && !st.multiClaim[id] {
+		return false
+	}
+	_, mine := slices.BinarySearch(st.claims[mi], id)
+	return !mine || st.memberGen[mi] < st.topGen[id]
 }
 
 func (st *stickyState) keepOwned() {
@@ -416,13 +441,15 @@ func (st *stickyState) setCount(mi int32, c int) {
 // assignment renders the plan. For cooperative rebalancing a partition is
 // withheld from its new owner while another member still claims it; that
 // member sees the partition missing from its own assignment, revokes it and
-// rejoins, and the next rebalance hands it over.
+// rejoins, and the next rebalance hands it over. A member that already owns
+// a partition keeps it even if a stale claim elsewhere exists: the other
+// claimant revokes it, and no member starts consuming anything.
 func (st *stickyState) assignment(cooperative bool) Assignment {
 	out := st.g.emptyAssignment()
 	for ti, topic := range st.g.topics {
 		for id := st.base[ti]; id < st.base[ti+1]; id++ {
 			mi := st.owner[id]
-			if cooperative && (st.multiClaim[id] || st.claimant[id] >= 0 && st.claimant[id] != mi) {
+			if cooperative && st.withheld(id, mi) {
 				continue
 			}
 			m := out[st.g.members[mi].ID]
