@@ -136,7 +136,7 @@ func runHealth(ctx context.Context, o *HealthOptions) error {
 	check := func() (Health, error) {
 		rctx, cancel := o.Factory.RequestContext(ctx)
 		defer cancel()
-		m, err := adm.Metadata(rctx)
+		m, err := cmdutil.Metadata(rctx, adm)
 		if err != nil {
 			return Health{}, o.Factory.ClusterError("reading cluster metadata", err)
 		}

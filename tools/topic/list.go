@@ -57,7 +57,7 @@ func runList(ctx context.Context, o *ListOptions) error {
 	defer adm.Close()
 	rctx, cancel := o.Factory.RequestContext(ctx)
 	defer cancel()
-	m, err := adm.Metadata(rctx)
+	m, err := cmdutil.Metadata(rctx, adm)
 	if err != nil {
 		return o.Factory.ClusterError("listing topics", err)
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ktoolhq/ktool/tools/cmdutil"
 )
 
 // Topic is one described topic. Field names in JSON and YAML are part of
@@ -115,7 +117,7 @@ func LiveBrokers(m kadm.Metadata) map[int32]bool {
 // internal is set, when names is empty): metadata, config overrides,
 // min.insync.replicas and each partition's log start offset and high watermark.
 func Load(ctx context.Context, adm *kadm.Client, names []string, internal bool) ([]Topic, error) {
-	m, err := adm.Metadata(ctx, names...)
+	m, err := cmdutil.Metadata(ctx, adm, names...)
 	if err != nil {
 		return nil, err
 	}

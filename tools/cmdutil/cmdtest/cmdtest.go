@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/tools/cmdutil"
@@ -55,7 +54,6 @@ func NewEnv(t testing.TB, addrs []string) *Env {
 	f.ConfigPath = filepath.Join(t.TempDir(), "config.yaml")
 	f.BrokersFlag = addrs
 	f.ClientTimeout = 5 * time.Second
-	f.ClientOpts = []kgo.Opt{kgo.MetadataMinAge(10 * time.Millisecond)}
 	return &Env{F: f, In: in, Out: out, ErrOut: errOut}
 }
 
