@@ -3,8 +3,11 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/ktoolhq/ktool/tools/cluster"
 	"github.com/ktoolhq/ktool/tools/cmdutil"
+	"github.com/ktoolhq/ktool/tools/election"
 	"github.com/ktoolhq/ktool/tools/perf"
+	"github.com/ktoolhq/ktool/tools/topic"
 	versioncmd "github.com/ktoolhq/ktool/tools/version"
 )
 
@@ -28,6 +31,9 @@ groups, console produce and consume, and performance tests.`,
 	root.AddCommand(
 		versioncmd.NewCommand(f),
 		perf.NewCommand(f),
+		topic.NewCommand(f),
+		cluster.NewCommand(f),
+		election.NewCommand(f, nil),
 	)
 	return root
 }
