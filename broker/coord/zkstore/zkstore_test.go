@@ -1,0 +1,284 @@
+package zkstore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ktoolhq/ktool/broker/coord"
+	"github.com/ktoolhq/ktool/broker/coord/coordtest"
+	"github.com/ktoolhq/ktool/internal/zktest"
+)
+
+// sessionTimeout is short so that expiry by a timeout would also be quick;
+// the harness expires sessions by closing them from a second connection.
+const sessionTimeout = 2 * time.Second
+
+// passwords learns each session's password from the connect responses
+// flowing through its dialer, so a test can take over a session the way a
+// second ZooKeeper client holding the id and password can.
+type passwords struct {
+	mu sync.Mutex
+	m  map[int64][]byte
+}
+
+func (p *passwords) dial(network, addr string, timeout time.Duration) (net.Conn, error) {
+	c, err := net.DialTimeout(network, addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return &sniffConn{Conn: c, p: p}, nil
+}
+
+func (p *passwords) get(id int64) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.m[id]
+}
+
+// sniffConn reads the connect response, the first frame the server sends:
+// protocol version, timeout, session id and password.
+type sniffConn struct {
+	net.Conn
+	p    *passwords
+	buf  []byte
+	done bool
+}
+
+func (c *sniffConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if !c.done {
+		c.buf = append(c.buf, b[:n]...)
+		if len(c.buf) >= 4 {
+			size := int(binary.BigEndian.Uint32(c.buf))
+			if len(c.buf) >= 4+size && size >= 20 {
+				body := c.buf[4 : 4+size]
+				id := int64(binary.BigEndian.Uint64(body[8:16]))
+				plen := int(binary.BigEndian.Uint32(body[16:20]))
+				if id != 0 && plen >= 0 && 20+plen <= len(body) {
+					c.p.mu.Lock()
+					c.p.m[id] = append([]byte(nil), body[20:20+plen]...)
+					c.p.mu.Unlock()
+				}
+				c.done, c.buf = true, nil
+			}
+		}
+	}
+	return n, err
+}
+
+// opCloseSession is ZooKeeper's closeSession opcode, -11, as sent on the
+// wire.
+const opCloseSession = 0xfffffff5
+
+// closeSession connects with the session's id and password and sends
+// closeSession, which ends the session for its owner too: the owner learns
+// on its next connection that the session expired.
+func closeSession(addr string, id int64, passwd []byte) error {
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	req := binary.BigEndian.AppendUint32(nil, 0) // protocol version
+	req = binary.BigEndian.AppendUint64(req, 0)  // last zxid seen
+	req = binary.BigEndian.AppendUint32(req, uint32(sessionTimeout.Milliseconds()))
+	req = binary.BigEndian.AppendUint64(req, uint64(id))
+	req = binary.BigEndian.AppendUint32(req, uint32(len(passwd)))
+	req = append(req, passwd...)
+	req = append(req, 0) // not read-only
+	if _, err := c.Write(binary.BigEndian.AppendUint32(nil, uint32(len(req)))); err != nil {
+		return err
+	}
+	if _, err := c.Write(req); err != nil {
+		return err
+	}
+	resp, err := readFrame(c)
+	if err != nil {
+		return err
+	}
+	if len(resp) < 16 || int64(binary.BigEndian.Uint64(resp[8:16])) != id {
+		return errors.New("session already gone")
+	}
+	closeReq := binary.BigEndian.AppendUint32(nil, 8)
+	closeReq = binary.BigEndian.AppendUint32(closeReq, 1) // xid
+	closeReq = binary.BigEndian.AppendUint32(closeReq, opCloseSession)
+	if _, err := c.Write(closeReq); err != nil {
+		return err
+	}
+	reply, err := readFrame(c)
+	if err != nil {
+		return err
+	}
+	if len(reply) < 16 || binary.BigEndian.Uint32(reply[12:16]) != 0 {
+		return fmt.Errorf("closeSession reply %x", reply)
+	}
+	return nil
+}
+
+func readFrame(r io.Reader) ([]byte, error) {
+	var h [4]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return nil, err
+	}
+	b := make([]byte, binary.BigEndian.Uint32(h[:]))
+	_, err := io.ReadFull(r, b)
+	return b, err
+}
+
+func newConnector(t *testing.T, connect string, p *passwords) *Connector {
+	t.Helper()
+	c, err := NewConnector(connect, sessionTimeout, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.dial = p.dial
+	return c
+}
+
+// expire closes the session from a second connection until the store sees
+// its expiry; a close can lose the race with the owner's reconnect, so it
+// is repeated.
+func expire(t *testing.T, addr string, p *passwords, s coord.Store) {
+	t.Helper()
+	passwd := p.get(s.SessionID())
+	if passwd == nil {
+		t.Fatalf("no password seen for session 0x%x", s.SessionID())
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		err := closeSession(addr, s.SessionID(), passwd)
+		select {
+		case <-s.Expired():
+			return
+		case <-time.After(2 * time.Second):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session 0x%x did not expire (last close: %v)", s.SessionID(), err)
+		}
+	}
+}
+
+func TestConformance(t *testing.T) {
+	srv := zktest.Start(t)
+	var n atomic.Int64
+	coordtest.Run(t, func(t *testing.T) coordtest.Harness {
+		p := &passwords{m: map[int64][]byte{}}
+		chroot := fmt.Sprintf("/conformance/%d", n.Add(1))
+		return coordtest.Harness{
+			Connector: newConnector(t, srv.Addr()+chroot, p),
+			Expire: func(t *testing.T, s coord.Store) {
+				expire(t, srv.Addr(), p, s)
+			},
+		}
+	})
+}
+
+func TestChroot(t *testing.T) {
+	srv := zktest.Start(t)
+	p := &passwords{m: map[int64][]byte{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rooted, err := newConnector(t, srv.Addr()+"/kafka/prod", p).Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rooted.Close()
+	plain, err := newConnector(t, srv.Addr(), p).Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+
+	kids, _, ch, err := rooted.ChildrenW(ctx, "/")
+	if err != nil || len(kids) != 0 {
+		t.Fatalf("fresh chroot children %v %v", kids, err)
+	}
+	if _, err := rooted.Create(ctx, "/brokers", []byte("x"), coord.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	ev := <-ch
+	if ev.Type != coord.NodeChildrenChanged || ev.Path != "/" {
+		t.Fatalf("event %+v", ev)
+	}
+	name, err := rooted.Create(ctx, "/brokers/seq-", nil, coord.PersistentSequential)
+	if err != nil || name != "/brokers/seq-0000000000" {
+		t.Fatalf("sequential name in chroot %q %v", name, err)
+	}
+	data, _, err := plain.Get(ctx, "/kafka/prod/brokers")
+	if err != nil || string(data) != "x" {
+		t.Fatalf("outside view %q %v", data, err)
+	}
+	if ok, _, _ := plain.Exists(ctx, "/brokers"); ok {
+		t.Fatal("chrooted node written at the real root")
+	}
+	if err := rooted.Multi(ctx, coord.CreateOp("/m", nil, coord.Persistent), coord.SetOp("/brokers", []byte("y"), 0)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, _ := plain.Exists(ctx, "/kafka/prod/m"); !ok {
+		t.Fatal("multi ignored the chroot")
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	c, err := NewConnector(addr, sessionTimeout, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	_, err = c.Connect(ctx)
+	if err == nil || !strings.Contains(err.Error(), addr) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("connect to nothing: %v", err)
+	}
+}
+
+func TestParseConnect(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		servers string
+		chroot  string
+		bad     bool
+	}{
+		{in: "localhost:2181", servers: "[localhost:2181]"},
+		{in: "h1:1,h2:2/kafka", servers: "[h1:1 h2:2]", chroot: "/kafka"},
+		{in: "h1, h2:2182/a/b", servers: "[h1:2181 h2:2182]", chroot: "/a/b"},
+		{in: "h1/", servers: "[h1:2181]"},
+		{in: "[::1]:2181", servers: "[[::1]:2181]"},
+		{in: "", bad: true},
+		{in: "h1,,h2", bad: true},
+		{in: "h1:x", bad: true},
+		{in: "h1:99999", bad: true},
+		{in: "h1/a/", bad: true},
+		{in: ":2181", bad: true},
+	} {
+		servers, chroot, err := ParseConnect(tc.in)
+		if tc.bad {
+			if err == nil {
+				t.Errorf("ParseConnect(%q) accepted: %v %q", tc.in, servers, chroot)
+			}
+			continue
+		}
+		if err != nil || fmt.Sprint(servers) != tc.servers || chroot != tc.chroot {
+			t.Errorf("ParseConnect(%q) = %v %q %v", tc.in, servers, chroot, err)
+		}
+	}
+	if _, err := NewConnector("h:1", 0, nil); err == nil {
+		t.Error("accepted a zero session timeout")
+	}
+}
