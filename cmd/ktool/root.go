@@ -5,10 +5,12 @@ import (
 
 	"github.com/ktoolhq/ktool/tools/cluster"
 	"github.com/ktoolhq/ktool/tools/cmdutil"
+	"github.com/ktoolhq/ktool/tools/controller"
 	"github.com/ktoolhq/ktool/tools/election"
 	"github.com/ktoolhq/ktool/tools/perf"
 	"github.com/ktoolhq/ktool/tools/topic"
 	versioncmd "github.com/ktoolhq/ktool/tools/version"
+	"github.com/ktoolhq/ktool/tools/zk"
 )
 
 func newRootCommand(f *cmdutil.Factory) *cobra.Command {
@@ -34,6 +36,8 @@ groups, console produce and consume, and performance tests.`,
 		topic.NewCommand(f),
 		cluster.NewCommand(f),
 		election.NewCommand(f, nil),
+		controller.NewCommand(f, nil),
+		zk.NewCommand(f),
 	)
 	return root
 }
