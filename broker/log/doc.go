@@ -1,0 +1,88 @@
+// Package log is the durable, segmented log of one partition, kept in
+// Kafka's on-disk format so that Kafka's tools and `ktool log dump` read it.
+//
+// # Files
+//
+// The caller gives each partition its directory (named <topic>-<partition>).
+// In it:
+//
+//   - %020d.log: a segment, named by the offset of its first record. It holds
+//     magic-v2 record batches exactly as they travel on the wire: baseOffset
+//     int64, length int32 (bytes after this field), partitionLeaderEpoch
+//     int32, magic int8 (2), crc uint32 (CRC32C of attributes to the end),
+//     attributes int16, lastOffsetDelta int32, firstTimestamp int64,
+//     maxTimestamp int64, producerId int64, producerEpoch int16, baseSequence
+//     int32, record count int32, records. All big-endian.
+//   - %020d.index: the sparse offset index. 8-byte entries: int32 last offset
+//     of a batch relative to the segment base, int32 file position where that
+//     batch starts. An entry is added before a batch once more than
+//     index.interval.bytes have been written since the previous entry; a
+//     lookup takes the entry with the largest offset <= the target and reads
+//     batch headers forward from its position.
+//   - %020d.timeindex: 12-byte entries: int64 largest timestamp so far, int32
+//     relative offset of the batch that carried it. An entry is added at the
+//     same points as offset index entries when the largest timestamp grew, and
+//     once more when the segment stops being active.
+//   - Index files hold exactly their entries, so their size gives the count.
+//   - recovery-point-offset-checkpoint, log-start-offset-checkpoint and
+//     high-watermark: Kafka's offset checkpoint text format ("0", the count
+//     "1", then "<topic> <partition> <offset>").
+//   - leader-epoch-checkpoint: "0", the count, then "<epoch> <startOffset>"
+//     lines, oldest first (KIP-101, KIP-279).
+//   - %020d.snapshot: producer state at that offset, in ktool's own format:
+//     "KTPS", version uint16 (1), CRC32C uint32 of the rest, offset int64,
+//     producer count uint32, then per producer id int64, epoch int16, and up
+//     to five recent batches (first and last sequence int32, first and last
+//     offset int64, max timestamp int64). The two newest are kept.
+//   - .kafka_cleanshutdown: written by Close, removed by Open.
+//
+// Checkpoints and snapshots are replaced atomically (temporary file, fsync,
+// rename, directory fsync).
+//
+// # Appending
+//
+// A leader append validates the produce request's batches (lengths, magic,
+// CRC32C, record count, max.message.bytes) without decoding records, checks
+// idempotent producers against the last five batches of each producer id,
+// writes base offsets and the leader epoch into the caller's bytes (fields
+// outside the CRC; with LogAppendTime the timestamps and attribute bit too,
+// and the CRC is recomputed) and writes all batches with one write. A new
+// segment starts when the batches would overflow segment.bytes, when
+// segment.ms has passed since the first batch's timestamp, or when relative
+// offsets would overflow; a producer snapshot is taken then.
+//
+// # Reading
+//
+// Read finds the batch holding an offset through the offset index and 61-byte
+// header reads, and returns a file region of whole batches of one segment for
+// the caller to send with sendfile. Regions hold a reference to the segment's
+// files: retention and truncation unlink files at once but close them only
+// when the last region is released, and a segment cut while regions of it are
+// held is copied first, so a region's bytes never change.
+//
+// # Flushing and recovery
+//
+// Data is fsynced by Flush (flush.messages on append, flush.ms and rolled
+// segments through MaybeFlush, and Close), which then advances the recovery
+// point. Open without the clean-shutdown marker rescans every segment from the
+// one holding the recovery point: the first torn, corrupt (CRC, length,
+// record count) or non-contiguous batch cuts the segment there and deletes
+// all later segments, and the indexes are rebuilt. Segments whose index files
+// are missing or inconsistent are rescanned as well, even after a clean
+// shutdown. Leader epochs are truncated to the recovered end; producer state
+// is the newest snapshot at or below it plus a replay of the batches after.
+//
+// # Retention
+//
+// EnforceRetention deletes the oldest non-active segments whose largest
+// timestamp is older than retention.ms, while more than retention.bytes would
+// remain, or that lie wholly below the log start offset (DeleteRecords).
+//
+// # Locking
+//
+// appendMu serializes changes, flushMu serializes fsyncs and checkpoint
+// writes, and mu guards the in-memory state readers need. Readers hold mu
+// only to look up a position and take a file reference; they read headers
+// without it, and only up to the size published after a write completed, so
+// they never see part of a batch.
+package log

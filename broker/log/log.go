@@ -1,0 +1,632 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// ErrClosed is returned by every operation on a closed Log.
+var ErrClosed = errors.New("partition log is closed")
+
+// Log is the durable, segmented log of one partition.
+//
+// Lock order: appendMu, then flushMu, then mu. appendMu serializes every
+// change (appends, rolls, truncation, retention); flushMu serializes fsyncs
+// and checkpoint writes so that they run without blocking appends; mu guards
+// what readers look at and is only held for in-memory work.
+type Log struct {
+	dir    string
+	logger *slog.Logger
+
+	appendMu  sync.Mutex
+	producers *producerState // appendMu
+	unflushed int64          // appendMu: messages appended since the last flush
+
+	flushMu        sync.Mutex
+	lastFlush      time.Time // flushMu
+	hwWritten      int64     // flushMu: the high watermark last checkpointed
+	logStartWriten int64     // flushMu: the log start offset last checkpointed
+
+	mu            sync.Mutex
+	cfg           Config
+	segs          []*segment
+	logStart      int64
+	leo           int64
+	hw            int64
+	recoveryPoint int64
+	epochs        epochCache
+	closed        bool
+}
+
+// AppendResult describes a successful append.
+type AppendResult struct {
+	BaseOffset, LastOffset int64
+	LogAppendTime          int64 // -1 unless the topic uses LogAppendTime
+	LogStartOffset         int64
+	Duplicate              bool // a retry of an already appended batch; nothing was written
+	NumRecords             int
+}
+
+// Dir is the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// SetConfig applies changed topic settings. An invalid configuration is
+// logged and ignored; check it with Config.Validate first.
+func (l *Log) SetConfig(cfg Config) {
+	if err := cfg.Validate(); err != nil {
+		l.logger.Error("ignoring invalid log config", "dir", l.dir, "err", err)
+		return
+	}
+	l.mu.Lock()
+	l.cfg = cfg
+	l.mu.Unlock()
+}
+
+func (l *Log) config() Config {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.cfg
+}
+
+// LogStartOffset is the first offset a consumer may read.
+func (l *Log) LogStartOffset() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.logStart
+}
+
+// LogEndOffset is the offset the next record will get.
+func (l *Log) LogEndOffset() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.leo
+}
+
+// HighWatermark is the value last given to SetHighWatermark (or loaded from
+// the checkpoint), clamped to the log's current range.
+func (l *Log) HighWatermark() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.hw
+}
+
+// SetHighWatermark stores hw, clamped to [LogStartOffset, LogEndOffset]. It
+// is written to disk by the next Flush, MaybeFlush or Close.
+func (l *Log) SetHighWatermark(hw int64) {
+	l.mu.Lock()
+	l.hw = min(max(hw, l.logStart), l.leo)
+	l.mu.Unlock()
+}
+
+// Size is the number of bytes of all segments.
+func (l *Log) Size() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var n int64
+	for _, s := range l.segs {
+		n += s.size
+	}
+	return n
+}
+
+// LatestEpoch is the newest leader epoch in the epoch cache, -1 if none.
+func (l *Log) LatestEpoch() int32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.epochs.latest()
+}
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch: the largest known epoch <=
+// epoch and the offset where it ends; (-1, -1) when there is none.
+func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.epochs.endOffsetFor(epoch, l.leo)
+}
+
+// AssignEpochStart records that epoch starts at offset; a new leader calls it
+// with its LEO. The epoch checkpoint is written before it returns.
+func (l *Log) AssignEpochStart(epoch int32, offset int64) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.assignEpoch(epoch, offset); err != nil {
+		l.logger.Error("writing leader epoch checkpoint", "dir", l.dir, "err", err)
+	}
+}
+
+// assignEpoch updates the epoch cache and its checkpoint; appendMu held.
+func (l *Log) assignEpoch(epoch int32, offset int64) error {
+	l.mu.Lock()
+	changed := l.epochs.assign(epoch, offset)
+	entries := l.epochs.clone()
+	l.mu.Unlock()
+	if !changed {
+		return nil
+	}
+	return writeFileAtomic(l.dir, leaderEpochFile, encodeEpochCheckpoint(entries))
+}
+
+func (l *Log) writeEpochCheckpoint() error {
+	l.mu.Lock()
+	entries := l.epochs.clone()
+	l.mu.Unlock()
+	return writeFileAtomic(l.dir, leaderEpochFile, encodeEpochCheckpoint(entries))
+}
+
+func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
+
+func (l *Log) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
+func storageError(op string, err error) error {
+	return fmt.Errorf("%s: %w: %w", op, kerr.KafkaStorageError, err)
+}
+
+// checkClientBatch applies the checks a leader makes beyond the batch format.
+func checkClientBatch(h BatchHeader, cfg Config, now int64) error {
+	switch {
+	case h.Control():
+		return fmt.Errorf("clients may not produce control batches: %w", kerr.InvalidRecord)
+	case h.Compression() > 4:
+		return fmt.Errorf("compression codec %d: %w", h.Compression(), kerr.UnsupportedCompressionType)
+	case h.Transactional() && h.ProducerID < 0:
+		return fmt.Errorf("transactional batch without a producer id: %w", kerr.InvalidRecord)
+	case h.ProducerID >= 0 && (h.ProducerEpoch < 0 || h.BaseSequence < 0):
+		return fmt.Errorf("producer %d batch with epoch %d and sequence %d: %w", h.ProducerID, h.ProducerEpoch, h.BaseSequence, kerr.InvalidRecord)
+	}
+	if cfg.TimestampType == CreateTime && cfg.MessageTimestampDifferenceMaxMs != math.MaxInt64 {
+		for _, ts := range []int64{h.FirstTimestamp, h.MaxTimestamp} {
+			if d := ts - now; d > cfg.MessageTimestampDifferenceMaxMs || -d > cfg.MessageTimestampDifferenceMaxMs {
+				return fmt.Errorf("timestamp %d is more than %d ms from the broker's %d: %w", ts, cfg.MessageTimestampDifferenceMaxMs, now, kerr.InvalidTimestamp)
+			}
+		}
+	}
+	return nil
+}
+
+// AppendAsLeader validates the records of a produce request, assigns offsets,
+// the leader epoch and (with LogAppendTime) timestamps in place, and writes
+// all batches with one write. Errors are kerr values (possibly wrapped) and
+// mean nothing was written.
+func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendResult, error) {
+	cfg := l.config()
+	hdrs, err := ValidateBatches(records, cfg.MaxMessageBytes)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	nowTime := cfg.now()
+	now := nowTime.UnixMilli()
+	for _, h := range hdrs {
+		if err := checkClientBatch(h, cfg, now); err != nil {
+			return AppendResult{}, err
+		}
+	}
+	if int64(len(records)) > cfg.SegmentBytes {
+		return AppendResult{}, fmt.Errorf("%d bytes of batches exceed segment.bytes %d: %w", len(records), cfg.SegmentBytes, kerr.RecordListTooLarge)
+	}
+	logAppendTime := cfg.TimestampType == LogAppendTime
+
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.isClosed() {
+		return AppendResult{}, ErrClosed
+	}
+	leo, logStart := l.leo, l.logStart
+
+	pending := make(map[int64]*producerEntry)
+	next := leo
+	for i := range hdrs {
+		h := &hdrs[i]
+		h.BaseOffset = next
+		h.PartitionLeaderEpoch = leaderEpoch
+		if logAppendTime {
+			h.FirstTimestamp, h.MaxTimestamp = now, now
+			h.Attributes |= attrLogAppendTime
+		}
+		next = h.LastOffset() + 1
+		if h.ProducerID < 0 {
+			continue
+		}
+		e, ok := pending[h.ProducerID]
+		if !ok {
+			e = l.producers.m[h.ProducerID]
+		}
+		dup, err := checkProducerBatch(e, *h, leo == 0)
+		if err != nil {
+			return AppendResult{}, err
+		}
+		if dup != nil {
+			return AppendResult{
+				BaseOffset:     dup.firstOffset,
+				LastOffset:     dup.lastOffset,
+				LogAppendTime:  -1,
+				LogStartOffset: logStart,
+				Duplicate:      true,
+				NumRecords:     int(dup.lastOffset - dup.firstOffset + 1),
+			}, nil
+		}
+		switch {
+		case e == nil:
+			e = &producerEntry{epoch: h.ProducerEpoch}
+		case !ok:
+			e = e.clone()
+		}
+		e.add(*h)
+		pending[h.ProducerID] = e
+	}
+
+	pos := int64(0)
+	for _, h := range hdrs {
+		b := records[pos : pos+h.Size()]
+		setBaseOffset(b, h.BaseOffset)
+		setLeaderEpoch(b, leaderEpoch)
+		if logAppendTime {
+			setLogAppendTime(b, now)
+		}
+		pos += h.Size()
+	}
+	if err := l.appendLocked(records, hdrs, cfg, nowTime); err != nil {
+		return AppendResult{}, err
+	}
+	for pid, e := range pending {
+		l.producers.m[pid] = e
+	}
+	res := AppendResult{
+		BaseOffset:     hdrs[0].BaseOffset,
+		LastOffset:     hdrs[len(hdrs)-1].LastOffset(),
+		LogAppendTime:  -1,
+		LogStartOffset: logStart,
+		NumRecords:     int(hdrs[len(hdrs)-1].LastOffset() - hdrs[0].BaseOffset + 1),
+	}
+	if logAppendTime {
+		res.LogAppendTime = now
+	}
+	return res, l.maybeFlushMessages(cfg, res.NumRecords)
+}
+
+// AppendAsFollower appends batches fetched from the leader. Their offsets are
+// kept; batches below the LEO are skipped and the rest must continue it.
+func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
+	hdrs, err := ValidateBatches(records, 0)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	cfg := l.config()
+
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.isClosed() {
+		return AppendResult{}, ErrClosed
+	}
+	leo, logStart := l.leo, l.logStart
+	skip, skipBytes := 0, int64(0)
+	for skip < len(hdrs) && hdrs[skip].LastOffset() < leo {
+		skipBytes += hdrs[skip].Size()
+		skip++
+	}
+	hdrs, records = hdrs[skip:], records[skipBytes:]
+	if len(hdrs) == 0 {
+		return AppendResult{BaseOffset: leo, LastOffset: leo - 1, LogAppendTime: -1, LogStartOffset: logStart}, nil
+	}
+	want := leo
+	for _, h := range hdrs {
+		if h.BaseOffset != want {
+			return AppendResult{}, fmt.Errorf("batch at offset %d does not continue the log at %d: %w", h.BaseOffset, want, kerr.OffsetOutOfRange)
+		}
+		want = h.LastOffset() + 1
+	}
+	if err := l.appendLocked(records, hdrs, cfg, cfg.now()); err != nil {
+		return AppendResult{}, err
+	}
+	for _, h := range hdrs {
+		l.producers.apply(h)
+	}
+	res := AppendResult{
+		BaseOffset:     hdrs[0].BaseOffset,
+		LastOffset:     hdrs[len(hdrs)-1].LastOffset(),
+		LogAppendTime:  -1,
+		LogStartOffset: logStart,
+		NumRecords:     int(want - hdrs[0].BaseOffset),
+	}
+	return res, l.maybeFlushMessages(cfg, res.NumRecords)
+}
+
+func (l *Log) maybeFlushMessages(cfg Config, n int) error {
+	l.unflushed += int64(n)
+	if l.unflushed < cfg.FlushIntervalMessages {
+		return nil
+	}
+	l.unflushed = 0
+	return l.Flush()
+}
+
+// shouldRoll applies Kafka's reasons to start a new segment: the batches do
+// not fit, segment.ms has passed since the first batch's timestamp, or the
+// offsets would not fit the index's 32-bit relative offsets.
+func shouldRoll(s *segment, cfg Config, size int64, maxTs int64, lastOffset int64, now time.Time) bool {
+	if s.empty() {
+		return false
+	}
+	if s.size+size > cfg.SegmentBytes {
+		return true
+	}
+	waited := now.Sub(s.created).Milliseconds()
+	if s.rollTs >= 0 {
+		waited = maxTs - s.rollTs
+	}
+	if waited > cfg.SegmentMs {
+		return true
+	}
+	return lastOffset-s.base > math.MaxInt32
+}
+
+// appendLocked writes batches with assigned offsets at the end of the log.
+// appendMu is held. On error nothing stays written.
+func (l *Log) appendLocked(data []byte, hdrs []BatchHeader, cfg Config, now time.Time) error {
+	first, last := hdrs[0], hdrs[len(hdrs)-1]
+	if last.LastOffset()-first.BaseOffset > math.MaxInt32 {
+		return fmt.Errorf("batches span %d offsets: %w", last.LastOffset()-first.BaseOffset, kerr.InvalidRecord)
+	}
+	maxTs := int64(-1)
+	for _, h := range hdrs {
+		maxTs = max(maxTs, h.MaxTimestamp)
+	}
+	s := l.active()
+	if shouldRoll(s, cfg, int64(len(data)), maxTs, last.LastOffset(), now) {
+		var err error
+		if s, err = l.roll(now); err != nil {
+			return err
+		}
+	}
+
+	pos := s.size
+	segMaxTs, segOffMaxTs := s.maxTs, s.offMaxTs
+	lastTs := s.lastTimeEntryTs()
+	bytesSinceIdx := s.bytesSinceIdx
+	var newIdx []offsetEntry
+	var newTidx []timeEntry
+	bpos := pos
+	for _, h := range hdrs {
+		if h.MaxTimestamp > segMaxTs {
+			segMaxTs, segOffMaxTs = h.MaxTimestamp, h.LastOffset()
+		}
+		if bytesSinceIdx > int64(cfg.IndexIntervalBytes) {
+			newIdx = append(newIdx, offsetEntry{rel: int32(h.LastOffset() - s.base), pos: int32(bpos)})
+			if segMaxTs > lastTs {
+				newTidx = append(newTidx, timeEntry{ts: segMaxTs, rel: int32(segOffMaxTs - s.base)})
+				lastTs = segMaxTs
+			}
+			bytesSinceIdx = 0
+		}
+		bytesSinceIdx += h.Size()
+		bpos += h.Size()
+	}
+
+	if _, err := s.files.log.WriteAt(data, pos); err != nil {
+		return errors.Join(storageError("write "+s.files.log.Name(), err), s.files.log.Truncate(pos))
+	}
+	if err := l.writeIndexes(s, newIdx, newTidx); err != nil {
+		return errors.Join(err, s.files.log.Truncate(pos))
+	}
+	s.bytesSinceIdx = bytesSinceIdx
+
+	l.mu.Lock()
+	s.idx = append(s.idx, newIdx...)
+	s.tidx = append(s.tidx, newTidx...)
+	if s.rollTs < 0 && s.size == 0 {
+		s.rollTs = maxTs
+	}
+	s.size = bpos
+	s.next = last.LastOffset() + 1
+	s.maxTs, s.offMaxTs = segMaxTs, segOffMaxTs
+	l.leo = s.next
+	l.mu.Unlock()
+
+	for _, h := range hdrs {
+		if err := l.assignEpoch(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
+			return storageError("write leader epoch checkpoint", err)
+		}
+	}
+	return nil
+}
+
+// writeIndexes appends index entries to both files, undoing a partial write.
+func (l *Log) writeIndexes(s *segment, idx []offsetEntry, tidx []timeEntry) error {
+	if len(idx) > 0 {
+		if _, err := s.files.idx.Write(encodeOffsetEntries(nil, idx)); err != nil {
+			return errors.Join(storageError("append offset index", err), s.files.idx.Truncate(int64(len(s.idx))*offsetEntrySize))
+		}
+	}
+	if len(tidx) > 0 {
+		if _, err := s.files.tidx.Write(encodeTimeEntries(nil, tidx)); err != nil {
+			return errors.Join(storageError("append time index", err),
+				s.files.idx.Truncate(int64(len(s.idx))*offsetEntrySize),
+				s.files.tidx.Truncate(int64(len(s.tidx))*timeEntrySize))
+		}
+	}
+	return nil
+}
+
+// roll seals the active segment and starts a new one at the LEO, taking a
+// producer snapshot there as Kafka does. appendMu is held.
+func (l *Log) roll(now time.Time) (*segment, error) {
+	old := l.active()
+	l.mu.Lock()
+	err := old.sealTimeIndex()
+	leo := l.leo
+	l.mu.Unlock()
+	if err != nil {
+		return nil, storageError("seal time index", err)
+	}
+	ns, err := createSegment(l.dir, leo, now, l.logger)
+	if err != nil {
+		return nil, storageError("create segment", err)
+	}
+	if err := writeSnapshot(l.dir, l.producers, leo); err != nil {
+		ns.files.release()
+		return nil, storageError("write producer snapshot", err)
+	}
+	l.mu.Lock()
+	l.segs = append(l.segs, ns)
+	l.mu.Unlock()
+	l.logger.Debug("rolled segment", "dir", l.dir, "base", leo)
+	return ns, nil
+}
+
+// segmentFor returns the index of the segment holding offset; mu is held.
+func (l *Log) segmentFor(offset int64) int {
+	i := sort.Search(len(l.segs), func(i int) bool { return l.segs[i].base > offset })
+	return max(i-1, 0)
+}
+
+// Flush writes everything appended so far to stable storage and advances
+// the recovery point, then checkpoints the recovery point, the log start
+// offset and the high watermark. Appends continue while it runs.
+func (l *Log) Flush() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	return l.flushLocked()
+}
+
+func (l *Log) flushLocked() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	target := l.leo
+	var todo []*segment
+	for _, s := range l.segs[l.segmentFor(l.recoveryPoint):] {
+		s.files.acquire()
+		todo = append(todo, s)
+	}
+	l.mu.Unlock()
+
+	var errs []error
+	for _, s := range todo {
+		errs = append(errs, s.sync())
+		s.files.release()
+	}
+	errs = append(errs, syncDir(l.dir))
+	if err := errors.Join(errs...); err != nil {
+		return storageError("flush", err)
+	}
+	l.lastFlush = time.Now()
+	l.mu.Lock()
+	if target > l.recoveryPoint {
+		l.recoveryPoint = target
+	}
+	l.mu.Unlock()
+	return l.writeCheckpointsLocked()
+}
+
+// writeCheckpointsLocked writes the offset checkpoints; flushMu is held.
+func (l *Log) writeCheckpointsLocked() error {
+	l.mu.Lock()
+	rp, ls, hw := l.recoveryPoint, l.logStart, l.hw
+	l.mu.Unlock()
+	err := errors.Join(
+		writeFileAtomic(l.dir, recoveryPointFile, encodeOffsetCheckpoint(l.dir, rp)),
+		writeFileAtomic(l.dir, logStartFile, encodeOffsetCheckpoint(l.dir, ls)),
+		writeFileAtomic(l.dir, highWatermarkFile, encodeOffsetCheckpoint(l.dir, hw)),
+	)
+	if err != nil {
+		return storageError("write checkpoints", err)
+	}
+	l.hwWritten, l.logStartWriten = hw, ls
+	return nil
+}
+
+// MaybeFlush flushes when flush.ms has passed since the last flush or when a
+// rolled segment is not yet on stable storage (Kafka flushes a segment when
+// it rolls), and otherwise checkpoints a changed high watermark or log start
+// offset. The broker calls it periodically.
+func (l *Log) MaybeFlush() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	cfg := l.cfg
+	dirty := l.leo > l.recoveryPoint
+	rolled := l.recoveryPoint < l.active().base
+	hwChanged := l.hw != l.hwWritten || l.logStart != l.logStartWriten
+	l.mu.Unlock()
+	due := cfg.FlushIntervalMs != math.MaxInt64 && cfg.now().Sub(l.lastFlush).Milliseconds() >= cfg.FlushIntervalMs
+	if dirty && (due || rolled) {
+		return l.flushLocked()
+	}
+	if hwChanged {
+		return l.writeCheckpointsLocked()
+	}
+	return nil
+}
+
+// Close flushes, writes the checkpoints and a producer snapshot, marks the
+// shutdown clean and closes the files. Regions still held stay readable
+// until released.
+func (l *Log) Close() error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	if l.isClosed() {
+		return ErrClosed
+	}
+	l.mu.Lock()
+	err := l.active().sealTimeIndex()
+	leo := l.leo
+	l.mu.Unlock()
+	if err == nil {
+		err = l.flushLocked()
+	}
+	if err == nil {
+		err = writeSnapshot(l.dir, l.producers, leo)
+	}
+	if err == nil {
+		err = writeFileAtomic(l.dir, cleanShutdownFile, nil)
+	}
+	l.closeFiles()
+	if err != nil {
+		return storageError("close", err)
+	}
+	return nil
+}
+
+// closeFiles drops the log's references to its segments; mu is not held.
+func (l *Log) closeFiles() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	for _, s := range l.segs {
+		s.files.release()
+	}
+}
+
+// Delete closes the log without flushing and removes its directory.
+func (l *Log) Delete() error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	if !l.isClosed() {
+		l.closeFiles()
+	}
+	if err := os.RemoveAll(l.dir); err != nil {
+		return storageError("delete log", err)
+	}
+	return nil
+}

@@ -1,0 +1,113 @@
+package log
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Region is a byte range of one segment file holding whole batches. It keeps
+// the file open (even if retention or truncation removes the segment) until
+// Release. An empty Region (Len 0, File nil) needs no Release but allows it.
+type Region struct {
+	File     *os.File // send [Pos, Pos+Len); never move the file's offset
+	Pos, Len int64
+	files    *segFiles
+}
+
+// Release gives the region's file reference back. It is safe to call twice.
+func (r *Region) Release() {
+	if r.files != nil {
+		r.files.release()
+		r.files = nil
+	}
+}
+
+// Read returns whole batches starting with the one that holds offset: at most
+// maxBytes (but always the first batch if minOneBatch, KIP-74), and none whose
+// base offset is >= maxOffset. The region covers one segment; callers wanting
+// more call Read again after it. offset outside [LogStartOffset,
+// LogEndOffset] is kerr.OffsetOutOfRange; offset == LogEndOffset gives an
+// empty region. Record bytes are never read: only batch headers, through the
+// sparse index.
+func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (Region, error) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return Region{}, ErrClosed
+	}
+	if offset < l.logStart || offset > l.leo {
+		logStart, leo := l.logStart, l.leo
+		l.mu.Unlock()
+		return Region{}, fmt.Errorf("offset %d outside [%d, %d]: %w", offset, logStart, leo, kerr.OffsetOutOfRange)
+	}
+	i := l.segmentFor(offset)
+	l.mu.Unlock()
+	if offset >= maxOffset {
+		return Region{}, nil
+	}
+	for ; ; i++ {
+		l.mu.Lock()
+		if l.closed || i >= len(l.segs) {
+			l.mu.Unlock()
+			return Region{}, nil
+		}
+		s := l.segs[i]
+		start := lookupPosition(s.idx, offset-s.base)
+		size := s.size
+		files := s.files
+		files.acquire()
+		l.mu.Unlock()
+
+		r, found, err := readSegment(files, start, size, offset, maxBytes, maxOffset, minOneBatch)
+		if err != nil || found {
+			return r, err
+		}
+		files.release()
+	}
+}
+
+// readSegment scans batch headers from start for the batch holding offset
+// and extends the region while the limits allow. It owns one reference to
+// files, which it hands to the returned region or releases, except when it
+// reports not found (the caller releases then).
+func readSegment(files *segFiles, start, size, offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (Region, bool, error) {
+	f := files.log
+	var hb [BatchHeaderSize]byte
+	pos := start
+	for {
+		if pos >= size {
+			return Region{}, false, nil
+		}
+		h, err := readHeaderAt(f, pos, &hb)
+		if err != nil {
+			files.release()
+			return Region{}, true, storageError("read batch header", err)
+		}
+		if h.LastOffset() >= offset {
+			break
+		}
+		pos += h.Size()
+	}
+	begin, end := pos, pos
+	for end < size {
+		base, bsize, err := readOffsetAndLength(f, end)
+		if err != nil {
+			files.release()
+			return Region{}, true, storageError("read batch header", err)
+		}
+		if base >= maxOffset {
+			break
+		}
+		if end+bsize-begin > int64(maxBytes) && !(minOneBatch && end == begin) {
+			break
+		}
+		end += bsize
+	}
+	if end == begin {
+		files.release()
+		return Region{}, true, nil
+	}
+	return Region{File: f, Pos: begin, Len: end - begin, files: files}, true, nil
+}

@@ -1,0 +1,436 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Open opens the partition log in dir, creating it when missing. After an
+// unclean shutdown it recovers: every segment from the one holding the
+// recovery point is rescanned, cut at the first torn or corrupt batch (later
+// segments are dropped), and its indexes are rebuilt; producer state comes
+// from the newest snapshot plus a scan. Repairs are logged.
+func Open(dir string, cfg Config, logger *slog.Logger) (*Log, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("open log %s: %w", dir, err)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("open log: %w", err)
+	}
+	l := &Log{
+		dir:       dir,
+		logger:    logger,
+		cfg:       cfg,
+		producers: newProducerState(),
+		lastFlush: cfg.now(),
+		hwWritten: -1,
+	}
+	marker := filepath.Join(dir, cleanShutdownFile)
+	_, err := os.Stat(marker)
+	clean := err == nil
+	if err := l.load(clean); err != nil {
+		for _, s := range l.segs {
+			s.files.release()
+		}
+		return nil, fmt.Errorf("open log %s: %w", dir, err)
+	}
+	if clean {
+		// The marker goes before anything is appended, so a crash from
+		// now on is recovered rather than trusted.
+		if err := errors.Join(os.Remove(marker), syncDir(dir)); err != nil {
+			l.closeFiles()
+			return nil, fmt.Errorf("open log %s: %w", dir, err)
+		}
+	}
+	return l, nil
+}
+
+// segmentBase parses "<20 digits><ext>" file names.
+func segmentBase(name, ext string) (int64, bool) {
+	digits, ok := strings.CutSuffix(name, ext)
+	if !ok || len(digits) != 20 {
+		return 0, false
+	}
+	base, err := strconv.ParseInt(digits, 10, 64)
+	return base, err == nil && base >= 0
+}
+
+func (l *Log) load(clean bool) error {
+	cfg := l.cfg
+	now := cfg.now()
+	bases, err := l.cleanDir()
+	if err != nil {
+		return err
+	}
+	logStart, hasLogStart := l.readCheckpoint(logStartFile)
+	recoveryPoint, _ := l.readCheckpoint(recoveryPointFile)
+	hw, _ := l.readCheckpoint(highWatermarkFile)
+	epochs, err := readEpochCheckpoint(filepath.Join(l.dir, leaderEpochFile))
+	if err != nil {
+		l.logger.Warn("ignoring unreadable leader epoch checkpoint", "dir", l.dir, "err", err)
+	}
+	l.epochs.entries = epochs
+
+	recoverFrom := len(bases)
+	for i, base := range bases {
+		s, ok, err := l.openSegment(base)
+		if err != nil {
+			return err
+		}
+		l.segs = append(l.segs, s)
+		if !ok {
+			recoverFrom = min(recoverFrom, i)
+		}
+	}
+	if len(l.segs) == 0 {
+		s, err := createSegment(l.dir, logStart, now, l.logger)
+		if err != nil {
+			return err
+		}
+		l.segs = append(l.segs, s)
+		recoverFrom = len(l.segs)
+	} else if !clean {
+		recoverFrom = min(recoverFrom, l.segmentFor(recoveryPoint))
+	}
+	for i := 0; i < len(l.segs) && i < recoverFrom; i++ {
+		if err := l.loadTrusted(l.segs[i]); err != nil {
+			l.logger.Warn("segment needs recovery", "dir", l.dir, "base", l.segs[i].base, "err", err)
+			recoverFrom = i
+		}
+	}
+	recovered := recoverFrom < len(l.segs)
+	for i := recoverFrom; i < len(l.segs); i++ {
+		cut, err := l.recoverSegment(l.segs[i], int64(cfg.IndexIntervalBytes))
+		if err != nil {
+			return err
+		}
+		if cut && i+1 < len(l.segs) {
+			if err := l.dropSegmentsFrom(i+1, "they follow a damaged batch"); err != nil {
+				return err
+			}
+		}
+	}
+	if err := l.checkContiguity(); err != nil {
+		return err
+	}
+
+	l.leo = l.active().next
+	if hasLogStart {
+		l.logStart = max(logStart, l.segs[0].base)
+	} else {
+		l.logStart = l.segs[0].base
+	}
+	if l.logStart > l.leo {
+		l.logger.Warn("log start offset is past the recovered end; starting empty there", "dir", l.dir, "logStart", l.logStart, "leo", l.leo)
+		if err := l.dropSegmentsFrom(0, "the log start offset is past them"); err != nil {
+			return err
+		}
+		s, err := createSegment(l.dir, l.logStart, now, l.logger)
+		if err != nil {
+			return err
+		}
+		l.segs = []*segment{s}
+		l.leo = l.logStart
+	}
+	l.hw = min(max(hw, l.logStart), l.leo)
+	l.hwWritten = hw
+
+	l.epochs.truncateFromEnd(l.leo)
+	l.epochs.truncateFromStart(l.logStart)
+	if err := l.writeEpochCheckpoint(); err != nil {
+		return err
+	}
+	if err := l.rebuildProducerState(); err != nil {
+		return err
+	}
+	l.recoveryPoint = min(recoveryPoint, l.leo)
+	if clean {
+		l.recoveryPoint = l.leo
+	}
+	if recovered {
+		l.logger.Info("recovered log", "dir", l.dir, "from", l.segs[min(recoverFrom, len(l.segs)-1)].base, "logEndOffset", l.leo)
+		return l.flushLocked()
+	}
+	return nil
+}
+
+// cleanDir removes leftovers of interrupted operations and index files
+// without a log, and returns the segment base offsets, ascending.
+func (l *Log) cleanDir() ([]int64, error) {
+	entries, err := os.ReadDir(l.dir)
+	if err != nil {
+		return nil, err
+	}
+	logs := make(map[int64]bool)
+	for _, e := range entries {
+		if base, ok := segmentBase(e.Name(), logExt); ok {
+			logs[base] = true
+		}
+	}
+	var bases []int64
+	for _, e := range entries {
+		name := e.Name()
+		path := filepath.Join(l.dir, name)
+		if strings.HasSuffix(name, tmpSuffix) || strings.HasSuffix(name, truncSuffix) {
+			l.logger.Warn("removing leftover file", "file", path)
+			if err := os.Remove(path); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		for _, ext := range []string{indexExt, timeIndexExt} {
+			if base, ok := segmentBase(name, ext); ok && !logs[base] {
+				l.logger.Warn("removing index without a log", "file", path)
+				if err := os.Remove(path); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	for base := range logs {
+		bases = append(bases, base)
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	return bases, nil
+}
+
+func (l *Log) readCheckpoint(name string) (int64, bool) {
+	off, ok, err := readOffsetCheckpoint(filepath.Join(l.dir, name))
+	if err != nil {
+		l.logger.Warn("ignoring unreadable checkpoint", "dir", l.dir, "file", name, "err", err)
+		return 0, false
+	}
+	return off, ok
+}
+
+// openSegment opens an existing segment and loads its indexes; ok is false
+// when an index is missing or inconsistent and must be rebuilt.
+func (l *Log) openSegment(base int64) (*segment, bool, error) {
+	ok := true
+	for _, ext := range []string{indexExt, timeIndexExt} {
+		if _, err := os.Stat(segmentPath(l.dir, base, ext)); err != nil {
+			l.logger.Warn("index will be rebuilt", "err", err)
+			ok = false
+		}
+	}
+	files, err := openSegmentFiles(l.dir, base, 0, l.logger)
+	if err != nil {
+		return nil, false, err
+	}
+	st, err := files.log.Stat()
+	if err != nil {
+		files.release()
+		return nil, false, err
+	}
+	s := &segment{base: base, files: files, size: st.Size(), next: base, maxTs: -1, offMaxTs: -1, rollTs: -1, created: l.cfg.now()}
+	if s.size > math.MaxInt32 {
+		files.release()
+		return nil, false, fmt.Errorf("segment %s is %d bytes, more than an index can address", files.log.Name(), s.size)
+	}
+	if s.idx, err = readOffsetIndex(files.idx.Name(), s.size); err != nil {
+		l.logger.Warn("offset index will be rebuilt", "err", err)
+		ok = false
+	}
+	if s.tidx, err = readTimeIndex(files.tidx.Name()); err != nil {
+		l.logger.Warn("time index will be rebuilt", "err", err)
+		ok = false
+	}
+	// An index emptied by damage still parses; a segment too large to have
+	// no entry, or without the time entry written when it was sealed, is
+	// rebuilt rather than trusted.
+	if ok && len(s.idx) == 0 && s.size > 2*(int64(l.cfg.IndexIntervalBytes)+int64(l.cfg.MaxMessageBytes)) {
+		l.logger.Warn("offset index is empty for a large segment and will be rebuilt", "file", files.idx.Name())
+		ok = false
+	}
+	if ok && len(s.tidx) == 0 && s.size > 0 {
+		l.logger.Warn("time index is empty for a non-empty segment and will be rebuilt", "file", files.tidx.Name())
+		ok = false
+	}
+	return s, ok, nil
+}
+
+// loadTrusted fills in what a flushed segment does not store: its end offset,
+// largest timestamp and first batch timestamp. It reads only the first batch
+// header and the headers after the last index entry.
+func (l *Log) loadTrusted(s *segment) error {
+	if s.size == 0 {
+		return nil
+	}
+	var hb [BatchHeaderSize]byte
+	first, err := readHeaderAt(s.files.log, 0, &hb)
+	if err != nil {
+		return err
+	}
+	if first.BaseOffset != s.base {
+		return fmt.Errorf("first batch has offset %d, segment base is %d", first.BaseOffset, s.base)
+	}
+	s.rollTs = first.MaxTimestamp
+	if n := len(s.tidx); n > 0 {
+		s.maxTs, s.offMaxTs = s.tidx[n-1].ts, s.base+int64(s.tidx[n-1].rel)
+	}
+	pos := int64(0)
+	if n := len(s.idx); n > 0 {
+		pos = int64(s.idx[n-1].pos)
+	}
+	for pos < s.size {
+		h, err := readHeaderAt(s.files.log, pos, &hb)
+		if err != nil {
+			return err
+		}
+		if h.MaxTimestamp > s.maxTs {
+			s.maxTs, s.offMaxTs = h.MaxTimestamp, h.LastOffset()
+		}
+		s.next = h.LastOffset() + 1
+		s.bytesSinceIdx = s.size - pos
+		pos += h.Size()
+	}
+	if pos != s.size {
+		return fmt.Errorf("last batch runs past the end of %s", s.files.log.Name())
+	}
+	return nil
+}
+
+// recoverSegment checks every batch of a segment and rebuilds its indexes.
+// At the first torn, corrupt or out-of-sequence batch the segment is cut;
+// cut reports that.
+func (l *Log) recoverSegment(s *segment, interval int64) (cut bool, err error) {
+	sc := newBatchScanner(s.files.log, 0)
+	var idx []offsetEntry
+	var tidx []timeEntry
+	maxTs, offMaxTs, rollTs := int64(-1), int64(-1), int64(-1)
+	next, bytesSinceIdx, validEnd := s.base, int64(0), int64(0)
+	for {
+		h, _, pos, ok := sc.next()
+		if !ok {
+			break
+		}
+		if h.BaseOffset != next || h.LastOffset()-s.base > math.MaxInt32 {
+			sc.err = fmt.Errorf("batch at %d has offset %d, expected %d", pos, h.BaseOffset, next)
+			break
+		}
+		if pos == 0 {
+			rollTs = h.MaxTimestamp
+		}
+		if h.MaxTimestamp > maxTs {
+			maxTs, offMaxTs = h.MaxTimestamp, h.LastOffset()
+		}
+		if bytesSinceIdx > interval {
+			idx = append(idx, offsetEntry{rel: int32(h.LastOffset() - s.base), pos: int32(pos)})
+			if n := len(tidx); n == 0 || maxTs > tidx[n-1].ts {
+				tidx = append(tidx, timeEntry{ts: maxTs, rel: int32(offMaxTs - s.base)})
+			}
+			bytesSinceIdx = 0
+		}
+		bytesSinceIdx += h.Size()
+		next = h.LastOffset() + 1
+		validEnd = pos + h.Size()
+		l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
+	}
+	if validEnd < s.size {
+		l.logger.Warn("truncating damaged segment", "file", s.files.log.Name(), "validBytes", validEnd, "droppedBytes", s.size-validEnd, "reason", sc.err)
+		if err := s.files.log.Truncate(validEnd); err != nil {
+			return false, err
+		}
+		cut = true
+	}
+	if err := rewriteIndexes(s.files, idx, tidx); err != nil {
+		return false, err
+	}
+	s.idx, s.tidx = idx, tidx
+	s.size, s.next = validEnd, next
+	s.maxTs, s.offMaxTs, s.rollTs = maxTs, offMaxTs, rollTs
+	s.bytesSinceIdx = bytesSinceIdx
+	return cut, nil
+}
+
+func rewriteIndexes(files *segFiles, idx []offsetEntry, tidx []timeEntry) error {
+	if err := files.idx.Truncate(0); err != nil {
+		return err
+	}
+	if err := files.tidx.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := files.idx.Write(encodeOffsetEntries(nil, idx)); err != nil {
+		return err
+	}
+	_, err := files.tidx.Write(encodeTimeEntries(nil, tidx))
+	return err
+}
+
+// dropSegmentsFrom unlinks segments i and later.
+func (l *Log) dropSegmentsFrom(i int, why string) error {
+	var errs []error
+	for _, s := range l.segs[i:] {
+		l.logger.Warn("deleting segment", "file", s.files.log.Name(), "why", why)
+		errs = append(errs, s.unlink(l.dir))
+	}
+	l.segs = l.segs[:i]
+	return errors.Join(errs...)
+}
+
+// checkContiguity drops empty segments that are not the last one and cuts
+// the log where a segment does not start at the previous one's end.
+func (l *Log) checkContiguity() error {
+	for i := 0; i+1 < len(l.segs); {
+		s := l.segs[i]
+		if s.empty() {
+			l.logger.Warn("deleting empty inner segment", "file", s.files.log.Name())
+			if err := s.unlink(l.dir); err != nil {
+				return err
+			}
+			l.segs = append(l.segs[:i], l.segs[i+1:]...)
+			continue
+		}
+		if next := l.segs[i+1]; next.base != s.next {
+			return l.dropSegmentsFrom(i+1, fmt.Sprintf("segment %d does not continue at %d", next.base, s.next))
+		}
+		i++
+	}
+	return nil
+}
+
+// rebuildProducerState loads the newest snapshot at or below the LEO and
+// replays the batches after it; appendMu is held or the log is not shared yet.
+func (l *Log) rebuildProducerState() error {
+	if err := deleteSnapshotsAbove(l.dir, l.leo); err != nil {
+		return err
+	}
+	ps, from, err := loadLatestSnapshot(l.dir, l.leo, func(path string, err error) {
+		l.logger.Warn("removing unreadable producer snapshot", "file", path, "err", err)
+		if rerr := removeIfExists(path); rerr != nil {
+			l.logger.Warn("removing producer snapshot", "file", path, "err", rerr)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	from = max(from, l.segs[0].base)
+	for _, s := range l.segs[l.segmentFor(from):] {
+		if s.next <= from {
+			continue
+		}
+		sc := newBatchScanner(s.files.log, lookupPosition(s.idx, from-s.base))
+		for sc.pos < s.size {
+			h, _, _, ok := sc.next()
+			if !ok {
+				return fmt.Errorf("replay producer state from %s: %v", s.files.log.Name(), sc.err)
+			}
+			if h.BaseOffset >= from {
+				ps.apply(h)
+			}
+		}
+	}
+	ps.evictBefore(l.logStart)
+	l.producers = ps
+	return nil
+}

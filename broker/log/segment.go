@@ -1,0 +1,226 @@
+package log
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	logExt       = ".log"
+	indexExt     = ".index"
+	timeIndexExt = ".timeindex"
+	snapshotExt  = ".snapshot"
+)
+
+func segmentPath(dir string, base int64, ext string) string {
+	return filepath.Join(dir, fmt.Sprintf("%020d%s", base, ext))
+}
+
+// segFiles are the open files of one segment. They are reference counted:
+// the segment holds one reference and every Region and flush in progress one
+// more, so a segment deleted or rewritten under a reader stays readable until
+// the last reference goes.
+type segFiles struct {
+	log, idx, tidx *os.File
+	refs           atomic.Int32
+	logger         *slog.Logger
+}
+
+func newSegFiles(log, idx, tidx *os.File, logger *slog.Logger) *segFiles {
+	f := &segFiles{log: log, idx: idx, tidx: tidx, logger: logger}
+	f.refs.Store(1)
+	return f
+}
+
+func (f *segFiles) acquire() { f.refs.Add(1) }
+
+func (f *segFiles) release() {
+	if f.refs.Add(-1) != 0 {
+		return
+	}
+	for _, file := range []*os.File{f.log, f.idx, f.tidx} {
+		if err := file.Close(); err != nil {
+			f.logger.Warn("closing segment file", "file", file.Name(), "err", err)
+		}
+	}
+}
+
+// segment is one log file with its indexes. Fields are written only with the
+// Log's appendMu and mu both held; readers hold one of them.
+type segment struct {
+	base  int64
+	files *segFiles
+	size  int64 // bytes of complete batches: what readers may see
+	next  int64 // offset after the last batch; base when empty
+
+	idx  []offsetEntry
+	tidx []timeEntry
+
+	maxTs    int64 // largest batch maxTimestamp, -1 when none
+	offMaxTs int64 // last offset of the first batch carrying maxTs
+	rollTs   int64 // maxTimestamp of the first batch: segment.ms counts from it
+	created  time.Time
+
+	bytesSinceIdx int64
+}
+
+func openFile(path string, flag int) (*os.File, error) {
+	return os.OpenFile(path, flag, 0o644)
+}
+
+// createSegment starts an empty segment at base, replacing stale files of the
+// same name.
+func createSegment(dir string, base int64, now time.Time, logger *slog.Logger) (*segment, error) {
+	files, err := openSegmentFiles(dir, base, os.O_TRUNC, logger)
+	if err != nil {
+		return nil, err
+	}
+	return &segment{base: base, files: files, next: base, maxTs: -1, offMaxTs: -1, rollTs: -1, created: now}, nil
+}
+
+func openSegmentFiles(dir string, base int64, extra int, logger *slog.Logger) (*segFiles, error) {
+	lf, err := openFile(segmentPath(dir, base, logExt), os.O_RDWR|os.O_CREATE|extra)
+	if err != nil {
+		return nil, err
+	}
+	xf, err := openFile(segmentPath(dir, base, indexExt), os.O_RDWR|os.O_CREATE|os.O_APPEND|extra)
+	if err != nil {
+		return nil, errors.Join(err, lf.Close())
+	}
+	tf, err := openFile(segmentPath(dir, base, timeIndexExt), os.O_RDWR|os.O_CREATE|os.O_APPEND|extra)
+	if err != nil {
+		return nil, errors.Join(err, lf.Close(), xf.Close())
+	}
+	return newSegFiles(lf, xf, tf, logger), nil
+}
+
+func (s *segment) empty() bool { return s.size == 0 }
+
+// lastTimeEntryTs is the timestamp a new time index entry must exceed.
+func (s *segment) lastTimeEntryTs() int64 {
+	if n := len(s.tidx); n > 0 {
+		return s.tidx[n-1].ts
+	}
+	return -1
+}
+
+// sealTimeIndex appends the segment's final largest timestamp to the time
+// index, as Kafka does when a segment stops being active, so that retention
+// and timestamp lookups need no scan after a restart.
+func (s *segment) sealTimeIndex() error {
+	if s.maxTs < 0 || s.maxTs <= s.lastTimeEntryTs() {
+		return nil
+	}
+	e := timeEntry{ts: s.maxTs, rel: int32(s.offMaxTs - s.base)}
+	if n := len(s.tidx); n > 0 && e.rel < s.tidx[n-1].rel {
+		return nil
+	}
+	if _, err := s.files.tidx.Write(encodeTimeEntries(nil, []timeEntry{e})); err != nil {
+		return fmt.Errorf("append time index: %w", err)
+	}
+	s.tidx = append(s.tidx, e)
+	return nil
+}
+
+// unlink removes the segment's files from the directory. Open references keep
+// the data readable; the files close when the last one is released.
+func (s *segment) unlink(dir string) error {
+	var errs []error
+	for _, ext := range []string{logExt, indexExt, timeIndexExt} {
+		if err := os.Remove(segmentPath(dir, s.base, ext)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	s.files.release()
+	return errors.Join(errs...)
+}
+
+func (s *segment) sync() error {
+	return errors.Join(s.files.log.Sync(), s.files.idx.Sync(), s.files.tidx.Sync())
+}
+
+// readHeaderAt reads the batch header at pos without reading record bytes.
+func readHeaderAt(f *os.File, pos int64, buf *[BatchHeaderSize]byte) (BatchHeader, error) {
+	n, err := f.ReadAt(buf[:], pos)
+	if n < BatchHeaderSize {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = fmt.Errorf("short batch header at %d in %s", pos, f.Name())
+		}
+		return BatchHeader{}, err
+	}
+	return ParseBatchHeader(buf[:])
+}
+
+// readOffsetAndLength reads the 12 bytes every batch starts with.
+func readOffsetAndLength(f *os.File, pos int64) (int64, int64, error) {
+	var b [logOverhead]byte
+	if _, err := f.ReadAt(b[:], pos); err != nil {
+		return 0, 0, fmt.Errorf("read batch at %d in %s: %w", pos, f.Name(), err)
+	}
+	return int64(binary.BigEndian.Uint64(b[:])), logOverhead + int64(int32(binary.BigEndian.Uint32(b[offLength:]))), nil
+}
+
+// batchScanner reads whole batches sequentially from a segment file, for
+// recovery and rebuilding state, where every byte has to be checked anyway.
+type batchScanner struct {
+	r   *bufio.Reader
+	pos int64
+	buf []byte
+	err error // why the scan stopped early; nil at a clean end of file
+}
+
+func newBatchScanner(f *os.File, from int64) *batchScanner {
+	return &batchScanner{r: bufio.NewReaderSize(io.NewSectionReader(f, from, 1<<62), 256<<10), pos: from}
+}
+
+// next returns the next valid batch and its position, or false at the end of
+// the file or at the first torn or corrupt batch (then err says which).
+func (sc *batchScanner) next() (BatchHeader, []byte, int64, bool) {
+	var lenBuf [logOverhead]byte
+	n, err := io.ReadFull(sc.r, lenBuf[:])
+	if err != nil {
+		if n > 0 {
+			sc.err = fmt.Errorf("torn batch header at %d: %d of %d bytes", sc.pos, n, logOverhead)
+		} else if !errors.Is(err, io.EOF) {
+			sc.err = err
+		}
+		return BatchHeader{}, nil, 0, false
+	}
+	length := int32(binary.BigEndian.Uint32(lenBuf[offLength:]))
+	if length < minBatchLength {
+		sc.err = fmt.Errorf("batch at %d has length %d", sc.pos, length)
+		return BatchHeader{}, nil, 0, false
+	}
+	size := logOverhead + int(length)
+	if cap(sc.buf) < size {
+		sc.buf = make([]byte, size)
+	}
+	b := sc.buf[:size]
+	copy(b, lenBuf[:])
+	if n, err := io.ReadFull(sc.r, b[logOverhead:]); err != nil {
+		sc.err = fmt.Errorf("torn batch at %d: %d of %d bytes", sc.pos, logOverhead+n, size)
+		return BatchHeader{}, nil, 0, false
+	}
+	h, err := ParseBatchHeader(b)
+	if err == nil {
+		err = checkRecordCount(h)
+	}
+	if err == nil && batchCRC(b) != h.CRC {
+		err = fmt.Errorf("crc mismatch")
+	}
+	if err != nil {
+		sc.err = fmt.Errorf("batch at %d: %w", sc.pos, err)
+		return BatchHeader{}, nil, 0, false
+	}
+	pos := sc.pos
+	sc.pos += int64(size)
+	return h, b, pos, true
+}

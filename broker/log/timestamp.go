@@ -1,0 +1,176 @@
+package log
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// OffsetForTimestamp answers ListOffsets for a timestamp as Kafka does: the
+// first record at or after the log start whose timestamp is >= ts, with that
+// record's timestamp. The segment comes from the segments' largest
+// timestamps, the batch from the time index and batch headers, and the record
+// from reading that one batch. ok is false when no record is that recent.
+func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, ok bool) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return -1, -1, false
+	}
+	logStart := l.logStart
+	i := 0
+	for i < len(l.segs) && (l.segs[i].maxTs < ts || l.segs[i].next <= logStart) {
+		i++
+	}
+	l.mu.Unlock()
+
+	for ; ; i++ {
+		l.mu.Lock()
+		if l.closed || i >= len(l.segs) {
+			l.mu.Unlock()
+			return -1, -1, false
+		}
+		s := l.segs[i]
+		if s.maxTs < ts {
+			l.mu.Unlock()
+			continue
+		}
+		from := int64(0)
+		if e, found := lookupTime(s.tidx, ts); found {
+			from = lookupPosition(s.idx, max(s.base+int64(e.rel), logStart)-s.base)
+		} else if logStart > s.base {
+			from = lookupPosition(s.idx, logStart-s.base)
+		}
+		size, files := s.size, s.files
+		files.acquire()
+		l.mu.Unlock()
+
+		off, rts, found, err := l.searchTimestamp(files, from, size, ts, logStart)
+		files.release()
+		if err != nil {
+			l.logger.Warn("timestamp lookup", "dir", l.dir, "err", err)
+			return -1, -1, false
+		}
+		if found {
+			return off, rts, true
+		}
+	}
+}
+
+// searchTimestamp scans the headers of [from, size) for the first batch that
+// holds a record at or after minOffset with timestamp >= ts.
+func (l *Log) searchTimestamp(files *segFiles, from, size, ts, minOffset int64) (int64, int64, bool, error) {
+	var hb [BatchHeaderSize]byte
+	for pos := from; pos < size; {
+		h, err := readHeaderAt(files.log, pos, &hb)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if h.MaxTimestamp >= ts && h.LastOffset() >= minOffset {
+			off, rts, found := l.recordAtOrAfter(files, pos, h, ts, minOffset)
+			if found {
+				return off, rts, true, nil
+			}
+		}
+		pos += h.Size()
+	}
+	return 0, 0, false, nil
+}
+
+// recordAtOrAfter finds, inside the batch h at pos, the first record at or
+// after minOffset with timestamp >= ts. When the records cannot be read it
+// falls back to the batch: its first eligible offset and largest timestamp.
+func (l *Log) recordAtOrAfter(files *segFiles, pos int64, h BatchHeader, ts, minOffset int64) (int64, int64, bool) {
+	if h.LogAppendTime() {
+		return max(h.BaseOffset, minOffset), h.MaxTimestamp, true
+	}
+	recs, err := readRecords(files, pos, h)
+	if err == nil {
+		var off, rts int64
+		var found bool
+		found, err = eachRecord(recs, h, func(recOff, recTs int64) bool {
+			if recTs >= ts && recOff >= minOffset {
+				off, rts = recOff, recTs
+				return true
+			}
+			return false
+		})
+		if err == nil && found {
+			return off, rts, true
+		}
+	}
+	l.logger.Warn("answering a timestamp lookup from the batch header", "dir", l.dir, "batch", h.BaseOffset, "err", err)
+	return max(h.BaseOffset, minOffset), h.MaxTimestamp, true
+}
+
+// readRecords reads and decompresses the records of the batch at pos.
+func readRecords(files *segFiles, pos int64, h BatchHeader) ([]byte, error) {
+	body := make([]byte, int64(h.Length)-minBatchLength)
+	if _, err := files.log.ReadAt(body, pos+BatchHeaderSize); err != nil {
+		return nil, err
+	}
+	return decompress(h.Compression(), body)
+}
+
+// eachRecord calls fn with the offset and timestamp of each record until it
+// returns true; found says whether it did.
+func eachRecord(recs []byte, h BatchHeader, fn func(offset, ts int64) bool) (bool, error) {
+	for n := int32(0); n < h.NumRecords && len(recs) > 0; n++ {
+		length, k := binary.Varint(recs)
+		if k <= 0 || length < 0 || int64(len(recs)-k) < length {
+			return false, fmt.Errorf("record %d of batch %d: bad length", n, h.BaseOffset)
+		}
+		rec := recs[k : k+int(length)]
+		recs = recs[k+int(length):]
+		if len(rec) < 1 {
+			return false, fmt.Errorf("record %d of batch %d: empty", n, h.BaseOffset)
+		}
+		tsDelta, k1 := binary.Varint(rec[1:])
+		if k1 <= 0 {
+			return false, fmt.Errorf("record %d of batch %d: bad timestamp", n, h.BaseOffset)
+		}
+		offDelta, k2 := binary.Varint(rec[1+k1:])
+		if k2 <= 0 {
+			return false, fmt.Errorf("record %d of batch %d: bad offset delta", n, h.BaseOffset)
+		}
+		if fn(h.BaseOffset+offDelta, h.FirstTimestamp+tsDelta) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// MaxTimestamp answers ListOffsets with timestamp -3 (KIP-734): the record
+// with the largest timestamp and its offset; (-1, -1) for an empty log.
+func (l *Log) MaxTimestamp() (offset int64, timestamp int64) {
+	l.mu.Lock()
+	var best *segment
+	for _, s := range l.segs {
+		if s.next > l.logStart && s.maxTs >= 0 && (best == nil || s.maxTs > best.maxTs) {
+			best = s
+		}
+	}
+	if l.closed || best == nil {
+		l.mu.Unlock()
+		return -1, -1
+	}
+	from := lookupPosition(best.idx, best.offMaxTs-best.base)
+	size, files, maxTs, offMaxTs, logStart := best.size, best.files, best.maxTs, best.offMaxTs, l.logStart
+	files.acquire()
+	l.mu.Unlock()
+	defer files.release()
+
+	var hb [BatchHeaderSize]byte
+	for pos := from; pos < size; {
+		h, err := readHeaderAt(files.log, pos, &hb)
+		if err != nil {
+			break
+		}
+		if h.LastOffset() >= offMaxTs {
+			off, ts, _ := l.recordAtOrAfter(files, pos, h, maxTs, logStart)
+			return off, ts
+		}
+		pos += h.Size()
+	}
+	l.logger.Warn("batch with the largest timestamp not found; answering from the segment", "dir", l.dir, "offset", offMaxTs)
+	return offMaxTs, maxTs
+}

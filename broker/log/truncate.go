@@ -1,0 +1,281 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// truncSuffix marks the copy of a segment being cut while regions of it are
+// still held; a leftover one is removed on Open.
+const truncSuffix = ".trunc"
+
+// TruncateTo removes every record at or after offset: whole segments, the
+// tail of the segment holding offset (from the batch that contains it), the
+// index entries, producer state and leader epochs of the removed records.
+// The new LEO is the base offset of the first removed batch.
+func (l *Log) TruncateTo(offset int64) error {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	if l.isClosed() {
+		return ErrClosed
+	}
+	if offset >= l.leo {
+		return nil
+	}
+	if offset <= l.logStart {
+		return l.truncateFullyLocked(offset)
+	}
+	i := l.segmentFor(offset)
+	if err := l.dropSegmentsLocked(i+1, "truncated"); err != nil {
+		return err
+	}
+	s := l.segs[i]
+	cut, newNext, err := findBatch(s, offset)
+	if err != nil {
+		return err
+	}
+	if err := l.cutSegment(s, cut, newNext); err != nil {
+		return err
+	}
+	l.logger.Info("truncated log", "dir", l.dir, "to", newNext)
+
+	l.mu.Lock()
+	l.leo = newNext
+	l.hw = min(l.hw, l.leo)
+	l.recoveryPoint = min(l.recoveryPoint, l.leo)
+	l.epochs.truncateFromEnd(l.leo)
+	l.mu.Unlock()
+	if err := l.writeEpochCheckpoint(); err != nil {
+		return storageError("truncate", err)
+	}
+	if err := l.rebuildProducerState(); err != nil {
+		return storageError("truncate", err)
+	}
+	return l.writeCheckpointsLocked()
+}
+
+// findBatch returns the position and base offset of the batch holding offset
+// in s, which must hold it.
+func findBatch(s *segment, offset int64) (int64, int64, error) {
+	var hb [BatchHeaderSize]byte
+	for pos := lookupPosition(s.idx, offset-s.base); pos < s.size; {
+		h, err := readHeaderAt(s.files.log, pos, &hb)
+		if err != nil {
+			return 0, 0, storageError("truncate", err)
+		}
+		if h.LastOffset() >= offset {
+			return pos, h.BaseOffset, nil
+		}
+		pos += h.Size()
+	}
+	return s.size, s.next, nil
+}
+
+// dropSegmentsLocked unlinks segments i and later; appendMu is held.
+func (l *Log) dropSegmentsLocked(i int, why string) error {
+	l.mu.Lock()
+	drop := append([]*segment(nil), l.segs[i:]...)
+	l.segs = l.segs[:i]
+	l.mu.Unlock()
+	var errs []error
+	for _, s := range drop {
+		l.logger.Debug("deleting segment", "file", s.files.log.Name(), "why", why)
+		errs = append(errs, s.unlink(l.dir))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return storageError("delete segments", err)
+	}
+	return nil
+}
+
+// cutSegment shortens s to pos bytes ending at offset next. A segment with
+// regions outstanding is copied first, so the readers keep the old file.
+func (l *Log) cutSegment(s *segment, pos, next int64) error {
+	idx := s.idx
+	for len(idx) > 0 && int64(idx[len(idx)-1].pos) >= pos {
+		idx = idx[:len(idx)-1]
+	}
+	tidx := s.tidx
+	for len(tidx) > 0 && s.base+int64(tidx[len(tidx)-1].rel) >= next {
+		tidx = tidx[:len(tidx)-1]
+	}
+	maxTs, offMaxTs, err := tailMaxTimestamp(s, idx, tidx, pos)
+	if err != nil {
+		return err
+	}
+	update := func() {
+		s.idx, s.tidx = idx, tidx
+		s.size, s.next = pos, next
+		s.maxTs, s.offMaxTs = maxTs, offMaxTs
+		if pos == 0 {
+			s.rollTs = -1
+		}
+		s.bytesSinceIdx = 0
+	}
+
+	l.mu.Lock()
+	shared := s.files.refs.Load() > 1
+	if !shared {
+		update()
+	}
+	l.mu.Unlock()
+	if !shared {
+		err := errors.Join(
+			s.files.log.Truncate(pos),
+			s.files.idx.Truncate(int64(len(idx))*offsetEntrySize),
+			s.files.tidx.Truncate(int64(len(tidx))*timeEntrySize),
+		)
+		if err != nil {
+			return storageError("truncate segment", err)
+		}
+		return nil
+	}
+
+	files, err := copySegmentPrefix(l, s, pos, len(idx), len(tidx))
+	if err != nil {
+		return storageError("truncate segment", err)
+	}
+	l.mu.Lock()
+	old := s.files
+	s.files = files
+	update()
+	l.mu.Unlock()
+	old.release()
+	return nil
+}
+
+// copySegmentPrefix writes the first pos bytes of s to a new file that
+// replaces the segment's log, and reopens the indexes cut to their entries.
+func copySegmentPrefix(l *Log, s *segment, pos int64, nIdx, nTidx int) (*segFiles, error) {
+	path := segmentPath(l.dir, s.base, logExt)
+	tmp := path + truncSuffix
+	nf, err := openFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		return nil, err
+	}
+	_, err = io.Copy(nf, io.NewSectionReader(s.files.log, 0, pos))
+	if err == nil {
+		err = nf.Sync()
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		return nil, errors.Join(err, nf.Close(), removeIfExists(tmp))
+	}
+	err = errors.Join(
+		os.Truncate(segmentPath(l.dir, s.base, indexExt), int64(nIdx)*offsetEntrySize),
+		os.Truncate(segmentPath(l.dir, s.base, timeIndexExt), int64(nTidx)*timeEntrySize),
+	)
+	if err != nil {
+		return nil, errors.Join(err, nf.Close())
+	}
+	xf, err := openFile(segmentPath(l.dir, s.base, indexExt), os.O_RDWR|os.O_APPEND)
+	if err != nil {
+		return nil, errors.Join(err, nf.Close())
+	}
+	tf, err := openFile(segmentPath(l.dir, s.base, timeIndexExt), os.O_RDWR|os.O_APPEND)
+	if err != nil {
+		return nil, errors.Join(err, nf.Close(), xf.Close())
+	}
+	return newSegFiles(nf, xf, tf, l.logger), nil
+}
+
+// tailMaxTimestamp is the largest timestamp of the first pos bytes of s: the
+// kept time index covers the batches up to the last kept offset index entry,
+// and the headers after that entry are read.
+func tailMaxTimestamp(s *segment, idx []offsetEntry, tidx []timeEntry, pos int64) (int64, int64, error) {
+	maxTs, offMaxTs := int64(-1), int64(-1)
+	if n := len(tidx); n > 0 {
+		maxTs, offMaxTs = tidx[n-1].ts, s.base+int64(tidx[n-1].rel)
+	}
+	p := int64(0)
+	if n := len(idx); n > 0 {
+		p = int64(idx[n-1].pos)
+	}
+	var hb [BatchHeaderSize]byte
+	for p < pos {
+		h, err := readHeaderAt(s.files.log, p, &hb)
+		if err != nil {
+			return 0, 0, storageError("truncate", err)
+		}
+		if h.MaxTimestamp > maxTs {
+			maxTs, offMaxTs = h.MaxTimestamp, h.LastOffset()
+		}
+		p += h.Size()
+	}
+	return maxTs, offMaxTs, nil
+}
+
+// TruncateFullyAndStartAt empties the log and restarts it at offset, as a
+// follower does when the leader's log no longer holds its position.
+func (l *Log) TruncateFullyAndStartAt(offset int64) error {
+	if offset < 0 {
+		return fmt.Errorf("restart log at offset %d: %w", offset, kerr.OffsetOutOfRange)
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	if l.isClosed() {
+		return ErrClosed
+	}
+	return l.truncateFullyLocked(offset)
+}
+
+func (l *Log) truncateFullyLocked(offset int64) error {
+	if err := l.dropSegmentsLocked(0, "log restarted"); err != nil {
+		return err
+	}
+	s, err := createSegment(l.dir, offset, l.config().now(), l.logger)
+	if err != nil {
+		return storageError("restart log", err)
+	}
+	l.mu.Lock()
+	l.segs = []*segment{s}
+	l.leo, l.logStart, l.hw, l.recoveryPoint = offset, offset, offset, offset
+	l.epochs.entries = nil
+	l.mu.Unlock()
+	l.producers = newProducerState()
+	l.logger.Info("restarted log", "dir", l.dir, "at", offset)
+	if err := errors.Join(deleteSnapshotsAbove(l.dir, -1), l.writeEpochCheckpoint()); err != nil {
+		return storageError("restart log", err)
+	}
+	return l.writeCheckpointsLocked()
+}
+
+// DeleteRecordsBefore moves the log start offset up to offset (DeleteRecords;
+// the broker turns -1 into the high watermark first). Offsets above the high
+// watermark are kerr.OffsetOutOfRange. Segments wholly below the new start
+// are deleted. It returns the log start offset.
+func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	closed, logStart, hw := l.closed, l.logStart, l.hw
+	l.mu.Unlock()
+	if closed {
+		return 0, ErrClosed
+	}
+	if offset > hw || offset < 0 {
+		return logStart, fmt.Errorf("delete records before %d: high watermark is %d: %w", offset, hw, kerr.OffsetOutOfRange)
+	}
+	if offset <= logStart {
+		return logStart, nil
+	}
+	l.mu.Lock()
+	l.logStart = offset
+	l.mu.Unlock()
+	if _, err := l.deleteSegmentsLocked(func(*segment, *segment, int64) bool { return false }); err != nil {
+		return offset, err
+	}
+	return offset, nil
+}
