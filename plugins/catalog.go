@@ -122,6 +122,13 @@ func (c *Catalog) Info(ctx context.Context, kind, name string) (Info, error) {
 	return p.info, nil
 }
 
+// Has reports whether a plugin kind/name exists, built in or in the plugin
+// directory, without starting it.
+func (c *Catalog) Has(kind, name string) bool {
+	_, _, _, err := c.locate(kind, name)
+	return err == nil
+}
+
 // List reports every plugin in effect, built-in and external, sorted by kind
 // and name, asking each for its Info. A plugin that cannot be started is
 // listed with its Error set; List fails only when the directory cannot be read.
