@@ -8,6 +8,7 @@ import (
 	"github.com/ktoolhq/ktool/tools/controller"
 	"github.com/ktoolhq/ktool/tools/election"
 	"github.com/ktoolhq/ktool/tools/perf"
+	plugincmd "github.com/ktoolhq/ktool/tools/plugin"
 	"github.com/ktoolhq/ktool/tools/topic"
 	versioncmd "github.com/ktoolhq/ktool/tools/version"
 	"github.com/ktoolhq/ktool/tools/zk"
@@ -38,6 +39,8 @@ groups, console produce and consume, and performance tests.`,
 		election.NewCommand(f, nil),
 		controller.NewCommand(f, nil),
 		zk.NewCommand(f),
+		plugincmd.NewCommand(f),
+		plugincmd.NewServeCommand(f),
 	)
 	return root
 }
