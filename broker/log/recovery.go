@@ -343,6 +343,11 @@ func (l *Log) recoverSegment(s *segment, interval int64) (cut bool, err error) {
 		}
 		cut = true
 	}
+	// The final largest timestamp goes in as when a segment is sealed, so a
+	// rebuilt time index is trusted on the next clean start.
+	if n := len(tidx); maxTs >= 0 && (n == 0 || maxTs > tidx[n-1].ts) {
+		tidx = append(tidx, timeEntry{ts: maxTs, rel: int32(offMaxTs - s.base)})
+	}
 	if err := rewriteIndexes(s.files, idx, tidx); err != nil {
 		return false, err
 	}
