@@ -1,0 +1,132 @@
+package broker
+
+// Produce, key 0, v3-v9 (magic v2 record batches only).
+//
+// The records field stays the bytes the client sent: the log validates batch headers
+// and CRC32C, sets baseOffset and partitionLeaderEpoch in place and appends with one
+// write. With a topic compression.type other than "producer", batches in another
+// codec are recompressed through the codec plugins first. acks=0 sends no response,
+// acks=1 answers after the leader's append, acks=-1 parks the response until the ISR
+// has the records (high watermark past them) or timeout_ms passes; an ISR smaller
+// than min.insync.replicas gives NOT_ENOUGH_REPLICAS before the append and
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND if it shrank during the wait.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	klog "github.com/ktoolhq/ktool/broker/log"
+	"github.com/ktoolhq/ktool/broker/protocol"
+	"github.com/ktoolhq/ktool/broker/replica"
+)
+
+func init() { register(0, 3, 9, handleProduce) }
+
+type pendingAck struct {
+	p      *replica.Partition
+	last   int64
+	ti, pi int // where its answer sits in the response
+}
+
+func handleProduce(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
+	req := r.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	acks := req.Acks
+	var waits []pendingAck
+	for _, t := range req.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = t.Topic
+		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, 0, len(t.Partitions))
+		for _, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
+			if acks != 0 && acks != 1 && acks != -1 {
+				rp.ErrorCode = kerr.InvalidRequiredAcks.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			part, err := b.leaderPartition(t.Topic, p.Partition)
+			var res klog.AppendResult
+			if err == nil {
+				records := p.Records
+				records, err = b.maybeRecompress(rc.ctx, t.Topic, records)
+				if err == nil {
+					res, err = part.AppendAsLeader(records, acks)
+				}
+			}
+			if err != nil {
+				rp.ErrorCode = errorCode(err)
+				msg := err.Error()
+				rp.ErrorMessage = &msg
+				b.metrics.produceError(t.Topic)
+			} else {
+				rp.BaseOffset = res.BaseOffset
+				rp.LogAppendTime = res.LogAppendTime
+				rp.LogStartOffset = res.LogStartOffset
+				if !res.Duplicate {
+					b.metrics.bytesIn(t.Topic, len(p.Records), res.NumRecords)
+				}
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+			if err == nil && acks == -1 {
+				waits = append(waits, pendingAck{p: part, last: res.LastOffset, ti: len(resp.Topics), pi: len(rt.Partitions) - 1})
+			}
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if acks == 0 {
+		respond(protocol.Response{None: true})
+		return
+	}
+	if len(waits) == 0 {
+		respond(protocol.Response{Msg: resp})
+		return
+	}
+	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
+	go func() {
+		ctx, cancel := context.WithTimeout(rc.ctx, timeout)
+		defer cancel()
+		for _, w := range waits {
+			if err := w.p.WaitReplicated(ctx, w.last); err != nil {
+				resp.Topics[w.ti].Partitions[w.pi].ErrorCode = errorCode(err)
+			}
+		}
+		respond(protocol.Response{Msg: resp})
+	}()
+}
+
+// leaderPartition returns the local partition if this broker leads it.
+func (b *Broker) leaderPartition(topic string, partition int32) (*replica.Partition, error) {
+	p := b.replicas.Get(replica.TP{Topic: topic, Partition: partition})
+	if p == nil {
+		if _, ok := b.meta.partition(topic, partition); ok {
+			return nil, kerr.NotLeaderForPartition
+		}
+		return nil, kerr.UnknownTopicOrPartition
+	}
+	if !p.IsLeader() {
+		return nil, kerr.NotLeaderForPartition
+	}
+	return p, nil
+}
+
+// errorCode maps an error to a Kafka error code; anything unknown is reported as
+// KAFKA_STORAGE_ERROR when it came from the disk, else UNKNOWN_SERVER_ERROR.
+func errorCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return kerr.RequestTimedOut.Code
+	}
+	return kerr.UnknownServerError.Code
+}

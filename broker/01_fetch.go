@@ -1,0 +1,259 @@
+package broker
+
+// Fetch, key 1, v4-v12.
+//
+// Consumers read committed records (below the high watermark) from the leader;
+// followers (replica_id >= 0) read up to the log end offset, and their fetch offset
+// tells the leader how far they are (high watermark, ISR expansion). Record bytes are
+// never read into memory: the response is encoded by hand around file regions that
+// the protocol layer sends with sendfile. max_bytes and partition_max_bytes are
+// honoured, except that the first non-empty partition returns at least one whole
+// batch (KIP-74). With fewer than min_bytes available the request parks until an
+// append (or a high-watermark move) wakes it, or max_wait_ms passes. Fetch sessions
+// (KIP-227) are not created: the response's session id is 0, which clients take as
+// "send full requests", as Kafka allows.
+
+import (
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	klog "github.com/ktoolhq/ktool/broker/log"
+	"github.com/ktoolhq/ktool/broker/protocol"
+	"github.com/ktoolhq/ktool/broker/replica"
+)
+
+func init() { register(1, 4, 12, handleFetch) }
+
+type fetchPart struct {
+	topic     string
+	partition int32
+	err       error
+	info      replica.ReadInfo
+	region    klog.Region
+}
+
+func handleFetch(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
+	req := r.(*kmsg.FetchRequest)
+	if req.SessionEpoch > 0 || req.SessionID != 0 {
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		respond(protocol.Response{Msg: resp})
+		return
+	}
+	follower := req.ReplicaID >= 0
+	maxBytes := req.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = 50 << 20
+	}
+	maxBytes = min(maxBytes, b.fetchMaxBytes)
+
+	parts, total, expands := b.readFetch(req, follower, maxBytes)
+	b.expandIsrs(expands)
+	if total >= int64(req.MinBytes) || req.MaxWaitMillis <= 0 || hasError(parts) {
+		respond(protocol.Response{Body: encodeFetch(req.GetVersion(), parts)})
+		b.metrics.fetched(parts, follower)
+		return
+	}
+	// Long poll: park until something is appended (followers) or committed (consumers)
+	// on one of the partitions, then read again.
+	releaseParts(parts)
+	go func() {
+		deadline := time.NewTimer(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+		defer deadline.Stop()
+		for {
+			w := replica.NewWaiter()
+			b.watchFetch(req, follower, w)
+			parts, total, expands := b.readFetch(req, follower, maxBytes)
+			b.expandIsrs(expands)
+			if total >= int64(req.MinBytes) || hasError(parts) {
+				respond(protocol.Response{Body: encodeFetch(req.GetVersion(), parts)})
+				b.metrics.fetched(parts, follower)
+				return
+			}
+			select {
+			case <-w.C:
+				releaseParts(parts)
+			case <-deadline.C:
+				respond(protocol.Response{Body: encodeFetch(req.GetVersion(), parts)})
+				b.metrics.fetched(parts, follower)
+				return
+			case <-rc.ctx.Done():
+				releaseParts(parts)
+				respond(protocol.Response{None: true})
+				return
+			}
+		}
+	}()
+}
+
+func hasError(parts []fetchPart) bool {
+	for _, p := range parts {
+		if p.err != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func releaseParts(parts []fetchPart) {
+	for i := range parts {
+		parts[i].region.Release()
+	}
+}
+
+type isrExpansion struct {
+	p  *replica.Partition
+	st replica.State
+}
+
+// readFetch reads every requested partition within the byte budget.
+func (b *Broker) readFetch(req *kmsg.FetchRequest, follower bool, maxBytes int32) ([]fetchPart, int64, []isrExpansion) {
+	var parts []fetchPart
+	var expands []isrExpansion
+	var total int64
+	budget := int64(maxBytes)
+	for _, t := range req.Topics {
+		for _, rp := range t.Partitions {
+			fp := fetchPart{topic: t.Topic, partition: rp.Partition, info: replica.ReadInfo{HighWatermark: -1, LogStartOffset: -1}}
+			p := b.replicas.Get(replica.TP{Topic: t.Topic, Partition: rp.Partition})
+			if p == nil {
+				if _, ok := b.meta.partition(t.Topic, rp.Partition); ok {
+					fp.err = kerr.NotLeaderForPartition
+				} else {
+					fp.err = kerr.UnknownTopicOrPartition
+				}
+				parts = append(parts, fp)
+				continue
+			}
+			limit := min(int64(rp.PartitionMaxBytes), budget)
+			if limit < 0 {
+				limit = 0
+			}
+			minOne := total == 0
+			var expand *replica.State
+			if follower {
+				fp.region, fp.info, expand, fp.err = p.ReadForFollower(req.ReplicaID, rp.FetchOffset, int32(limit), rp.CurrentLeaderEpoch, minOne)
+			} else {
+				fp.region, fp.info, fp.err = p.ReadForConsumer(rp.FetchOffset, int32(limit), rp.CurrentLeaderEpoch, minOne)
+			}
+			if expand != nil {
+				expands = append(expands, isrExpansion{p: p, st: *expand})
+			}
+			if fp.err != nil && errors.Is(fp.err, kerr.OffsetOutOfRange) {
+				fp.info = replica.ReadInfo{HighWatermark: p.HighWatermark(), LogStartOffset: p.Log().LogStartOffset()}
+			}
+			total += fp.region.Len
+			budget -= fp.region.Len
+			parts = append(parts, fp)
+		}
+	}
+	return parts, total, expands
+}
+
+func (b *Broker) expandIsrs(expands []isrExpansion) {
+	for _, e := range expands {
+		go b.replicas.ExpandIsr(e.p, e.st)
+	}
+}
+
+// watchFetch registers w on every requested partition.
+func (b *Broker) watchFetch(req *kmsg.FetchRequest, follower bool, w *replica.Waiter) {
+	for _, t := range req.Topics {
+		for _, rp := range t.Partitions {
+			p := b.replicas.Get(replica.TP{Topic: t.Topic, Partition: rp.Partition})
+			if p == nil {
+				continue
+			}
+			if follower {
+				p.WatchLEO(w)
+			} else {
+				p.WatchHW(w)
+			}
+		}
+	}
+}
+
+// encodeFetch writes a FetchResponse with the records as file regions.
+func encodeFetch(version int16, parts []fetchPart) *protocol.Body {
+	flex := version >= 12
+	body := &protocol.Body{}
+	buf := make([]byte, 0, 256)
+	buf = kbin.AppendInt32(buf, 0) // throttle_time_ms (v1+)
+	if version >= 7 {
+		buf = kbin.AppendInt16(buf, 0) // error_code
+		buf = kbin.AppendInt32(buf, 0) // session_id
+	}
+	// Group consecutive partitions of one topic, keeping request order.
+	type group struct {
+		topic string
+		parts []fetchPart
+	}
+	var groups []group
+	for _, p := range parts {
+		if n := len(groups); n > 0 && groups[n-1].topic == p.topic {
+			groups[n-1].parts = append(groups[n-1].parts, p)
+		} else {
+			groups = append(groups, group{topic: p.topic, parts: []fetchPart{p}})
+		}
+	}
+	buf = appendArrayLen(buf, len(groups), flex)
+	for _, g := range groups {
+		if flex {
+			buf = kbin.AppendCompactString(buf, g.topic)
+		} else {
+			buf = kbin.AppendString(buf, g.topic)
+		}
+		buf = appendArrayLen(buf, len(g.parts), flex)
+		for _, p := range g.parts {
+			buf = kbin.AppendInt32(buf, p.partition)
+			buf = kbin.AppendInt16(buf, errorCode(p.err))
+			buf = kbin.AppendInt64(buf, p.info.HighWatermark)
+			buf = kbin.AppendInt64(buf, p.info.HighWatermark) // last_stable_offset: no transactions
+			if version >= 5 {
+				buf = kbin.AppendInt64(buf, p.info.LogStartOffset)
+			}
+			if flex {
+				buf = kbin.AppendCompactNullableArrayLen(buf, 0, true) // aborted_transactions: null
+			} else {
+				buf = kbin.AppendNullableArrayLen(buf, 0, true)
+			}
+			if version >= 11 {
+				buf = kbin.AppendInt32(buf, -1) // preferred_read_replica
+			}
+			n := p.region.Len
+			if flex {
+				buf = kbin.AppendUvarint(buf, uint32(n)+1)
+			} else {
+				buf = kbin.AppendInt32(buf, int32(n))
+			}
+			if n > 0 {
+				body.Bytes(buf)
+				buf = make([]byte, 0, 128)
+				r := p.region
+				body.File(r.File, r.Pos, r.Len, r.Release)
+			}
+			if flex {
+				buf = append(buf, 0) // partition tagged fields
+			}
+		}
+		if flex {
+			buf = append(buf, 0) // topic tagged fields
+		}
+	}
+	if flex {
+		buf = append(buf, 0) // response tagged fields
+	}
+	body.Bytes(buf)
+	return body
+}
+
+func appendArrayLen(buf []byte, n int, flex bool) []byte {
+	if flex {
+		return kbin.AppendCompactArrayLen(buf, n)
+	}
+	return kbin.AppendArrayLen(buf, n)
+}

@@ -1,0 +1,94 @@
+package broker
+
+// Metadata, key 3, v0-v11.
+//
+// Answered from the broker's metadata cache, which the controller keeps current
+// with UpdateMetadata: live brokers, the controller id, the cluster id, and per
+// partition the leader, leader epoch, replicas (AR), ISR and offline replicas. A
+// partition without a live leader reports LEADER_NOT_AVAILABLE. Unknown topics are
+// created when auto.create.topics.enable is on and the client allows it (v4+),
+// answered with LEADER_NOT_AVAILABLE until the controller has elected leaders.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ktoolhq/ktool/broker/protocol"
+)
+
+func init() { register(3, 0, 11, handleMetadata) }
+
+const authorizedOpsUnknown = -2147483648
+
+func handleMetadata(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
+	req := r.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	for _, be := range b.meta.liveBrokers() {
+		rb := kmsg.NewMetadataResponseBroker()
+		rb.NodeID, rb.Host, rb.Port, rb.Rack = be.ID, be.Host, be.Port, be.Rack
+		resp.Brokers = append(resp.Brokers, rb)
+	}
+	cid := b.clusterID
+	resp.ClusterID = &cid
+	resp.ControllerID = b.meta.controllerID()
+	resp.AuthorizedOperations = authorizedOpsUnknown
+
+	var names []string
+	all := req.Topics == nil || (req.GetVersion() == 0 && len(req.Topics) == 0)
+	if all {
+		names = b.meta.topicNames()
+	} else {
+		for _, t := range req.Topics {
+			if t.Topic != nil {
+				names = append(names, *t.Topic)
+			}
+		}
+	}
+	autoCreate := req.GetVersion() < 4 || req.AllowAutoTopicCreation
+	for _, name := range names {
+		rt := kmsg.NewMetadataResponseTopic()
+		n := name
+		rt.Topic = &n
+		rt.IsInternal = name == offsetsTopic
+		rt.AuthorizedOperations = authorizedOpsUnknown
+		ids, parts, id, ok := b.meta.topic(name)
+		switch {
+		case ok:
+			rt.TopicID = id
+			for _, pid := range ids {
+				pm := parts[pid]
+				rp := kmsg.NewMetadataResponseTopicPartition()
+				rp.Partition = pid
+				rp.Leader = pm.Leader
+				rp.LeaderEpoch = pm.LeaderEpoch
+				rp.Replicas = pm.Replicas
+				rp.ISR = pm.ISR
+				rp.OfflineReplicas = pm.Offline
+				if rp.Replicas == nil {
+					rp.Replicas = []int32{}
+				}
+				if rp.ISR == nil {
+					rp.ISR = []int32{}
+				}
+				if _, live := b.meta.broker(pm.Leader); pm.Leader < 0 || !live {
+					rp.ErrorCode = kerr.LeaderNotAvailable.Code
+				}
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+		case validateTopicName(name) != nil:
+			rt.ErrorCode = kerr.InvalidTopicException.Code
+		case autoCreate && b.cfg.Bool("auto.create.topics.enable") && name != offsetsTopic:
+			err := b.createTopic(rc.ctx, topicSpec{Name: name, Partitions: -1, ReplicationFactor: -1})
+			switch {
+			case err == nil, errorCode(err) == kerr.TopicAlreadyExists.Code:
+				rt.ErrorCode = kerr.LeaderNotAvailable.Code
+			default:
+				rt.ErrorCode = errorCode(err)
+			}
+		default:
+			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	respond(protocol.Response{Msg: resp})
+}

@@ -1,0 +1,77 @@
+package broker
+
+// LeaderAndIsr, key 4, v0-v5 (inter-broker, sent by the controller).
+//
+// Makes this broker leader or follower of partitions. Requests from a controller
+// with an older epoch are refused (STALE_CONTROLLER_EPOCH), as are requests meant
+// for an earlier incarnation of this broker (STALE_BROKER_EPOCH, KIP-380).
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ktoolhq/ktool/broker/protocol"
+	"github.com/ktoolhq/ktool/broker/replica"
+)
+
+func init() { register(4, 0, 5, handleLeaderAndIsr) }
+
+func handleLeaderAndIsr(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
+	req := r.(*kmsg.LeaderAndISRRequest)
+	resp := req.ResponseKind().(*kmsg.LeaderAndISRResponse)
+	if req.GetVersion() >= 2 && req.BrokerEpoch >= 0 && req.BrokerEpoch < b.brokerEpoch() {
+		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+		respond(protocol.Response{Msg: resp})
+		return
+	}
+	var updates []replica.LeaderUpdate
+	add := func(p kmsg.LeaderAndISRRequestTopicPartition, topic string) {
+		updates = append(updates, replica.LeaderUpdate{
+			TP: replica.TP{Topic: topic, Partition: p.Partition},
+			State: replica.State{Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, ISR: p.ISR, Replicas: p.Replicas,
+				ZkVersion: p.ZKVersion, ControllerEpoch: p.ControllerEpoch},
+			IsNew: p.IsNew,
+		})
+	}
+	for _, p := range req.PartitionStates {
+		add(p, p.Topic)
+	}
+	for _, t := range req.TopicStates {
+		for _, p := range t.PartitionStates {
+			add(p, t.Topic)
+		}
+	}
+	var leaders []replica.Endpoint
+	for _, l := range req.LiveLeaders {
+		leaders = append(leaders, replica.Endpoint{ID: l.BrokerID, Addr: hostPort(l.Host, l.Port)})
+	}
+	errs, err := b.replicas.BecomeLeaderOrFollower(req.ControllerEpoch, updates, leaders)
+	if err != nil {
+		resp.ErrorCode = errorCode(err)
+		respond(protocol.Response{Msg: resp})
+		return
+	}
+	for _, u := range updates {
+		rp := kmsg.NewLeaderAndISRResponseTopicPartition()
+		rp.Topic, rp.Partition = u.TP.Topic, u.TP.Partition
+		rp.ErrorCode = errorCode(errs[u.TP])
+		if req.GetVersion() >= 5 {
+			// v5 groups by topic id; we answer per topic in request order.
+			found := false
+			for i := range resp.Topics {
+				if len(resp.Topics[i].Partitions) > 0 && resp.Topics[i].Partitions[0].Topic == u.TP.Topic {
+					resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
+					found = true
+				}
+			}
+			if !found {
+				t := kmsg.NewLeaderAndISRResponseTopic()
+				t.Partitions = []kmsg.LeaderAndISRResponseTopicPartition{rp}
+				resp.Topics = append(resp.Topics, t)
+			}
+			continue
+		}
+		resp.Partitions = append(resp.Partitions, rp)
+	}
+	respond(protocol.Response{Msg: resp})
+}

@@ -1,0 +1,32 @@
+package broker
+
+// UpdateMetadata, key 6, v0-v7 (inter-broker, sent by the controller).
+//
+// Replaces this broker's metadata cache with the controller's view: live brokers
+// and the leader, epoch, AR, ISR and offline replicas of every partition.
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ktoolhq/ktool/broker/protocol"
+)
+
+func init() { register(6, 0, 7, handleUpdateMetadata) }
+
+func handleUpdateMetadata(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
+	req := r.(*kmsg.UpdateMetadataRequest)
+	resp := req.ResponseKind().(*kmsg.UpdateMetadataResponse)
+	if req.GetVersion() >= 5 && req.BrokerEpoch >= 0 && req.BrokerEpoch < b.brokerEpoch() {
+		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+		respond(protocol.Response{Msg: resp})
+		return
+	}
+	if err := b.replicas.CheckControllerEpoch(req.ControllerEpoch); err != nil {
+		resp.ErrorCode = errorCode(err)
+		respond(protocol.Response{Msg: resp})
+		return
+	}
+	b.meta.apply(req)
+	respond(protocol.Response{Msg: resp})
+}

@@ -1,0 +1,423 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/ktoolhq/ktool/broker/config"
+	"github.com/ktoolhq/ktool/broker/controller"
+	"github.com/ktoolhq/ktool/broker/coord"
+	"github.com/ktoolhq/ktool/broker/coord/zkdata"
+	"github.com/ktoolhq/ktool/broker/replica"
+)
+
+// offsetsTopic is the internal topic of consumer group offsets.
+const offsetsTopic = "__consumer_offsets"
+
+var legalTopic = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
+
+// validateTopicName applies Kafka's rules for topic names.
+func validateTopicName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: topic name is empty", kerr.InvalidTopicException)
+	case name == "." || name == "..":
+		return fmt.Errorf("%w: topic name cannot be %q", kerr.InvalidTopicException, name)
+	case len(name) > 249:
+		return fmt.Errorf("%w: topic name is longer than 249 characters", kerr.InvalidTopicException)
+	case !legalTopic.MatchString(name):
+		return fmt.Errorf("%w: topic name %q has characters other than ASCII letters, digits, '.', '_' and '-'", kerr.InvalidTopicException, name)
+	}
+	return nil
+}
+
+// topicSpec is a topic to create.
+type topicSpec struct {
+	Name              string
+	Partitions        int32 // -1: num.partitions
+	ReplicationFactor int16 // -1: default.replication.factor
+	Assignment        map[int32][]int32
+	Configs           map[string]string
+}
+
+// planTopic validates a topic and computes its replica assignment.
+func (b *Broker) planTopic(spec *topicSpec) error {
+	if err := validateTopicName(spec.Name); err != nil {
+		return err
+	}
+	if err := config.ValidateTopicConfigs(spec.Configs); err != nil {
+		return fmt.Errorf("%w: %v", kerr.InvalidConfig, err)
+	}
+	live := b.liveBrokerIDs()
+	if len(spec.Assignment) > 0 {
+		if spec.Partitions > 0 || spec.ReplicationFactor > 0 {
+			return fmt.Errorf("%w: give either an assignment or partitions and replication factor", kerr.InvalidRequest)
+		}
+		n := -1
+		for p := int32(0); p < int32(len(spec.Assignment)); p++ {
+			r, ok := spec.Assignment[p]
+			if !ok {
+				return fmt.Errorf("%w: assignment partitions must be 0..%d", kerr.InvalidReplicaAssignment, len(spec.Assignment)-1)
+			}
+			if n >= 0 && len(r) != n {
+				return fmt.Errorf("%w: partitions have different replica counts", kerr.InvalidReplicaAssignment)
+			}
+			n = len(r)
+			seen := map[int32]bool{}
+			for _, id := range r {
+				if seen[id] {
+					return fmt.Errorf("%w: partition %d lists broker %d twice", kerr.InvalidReplicaAssignment, p, id)
+				}
+				seen[id] = true
+			}
+		}
+		return nil
+	}
+	if spec.Partitions < 0 {
+		spec.Partitions = int32(b.cfg.Int("num.partitions"))
+	}
+	if spec.ReplicationFactor < 0 {
+		spec.ReplicationFactor = int16(b.cfg.Int("default.replication.factor"))
+	}
+	if spec.Partitions == 0 {
+		return fmt.Errorf("%w: number of partitions must be larger than 0", kerr.InvalidPartitions)
+	}
+	if spec.ReplicationFactor <= 0 {
+		return fmt.Errorf("%w: replication factor must be larger than 0", kerr.InvalidReplicationFactor)
+	}
+	if int(spec.ReplicationFactor) > len(live) {
+		return fmt.Errorf("%w: replication factor: %d larger than available brokers: %d",
+			kerr.InvalidReplicationFactor, spec.ReplicationFactor, len(live))
+	}
+	a, err := controller.AssignReplicas(live, int(spec.Partitions), int(spec.ReplicationFactor), 0, -1)
+	if err != nil {
+		return fmt.Errorf("%w: %v", kerr.InvalidReplicationFactor, err)
+	}
+	spec.Assignment = a
+	return nil
+}
+
+// liveBrokerIDs lists registered brokers (from the store, so it is right even
+// before this broker has metadata).
+func (b *Broker) liveBrokerIDs() []int32 {
+	ids, _, err := b.Store().Children(b.ctx, zkdata.BrokerIDsPath)
+	if err != nil {
+		var out []int32
+		for _, e := range b.meta.liveBrokers() {
+			out = append(out, e.ID)
+		}
+		return out
+	}
+	var out []int32
+	for _, s := range ids {
+		var id int32
+		if _, err := fmt.Sscan(s, &id); err == nil {
+			out = append(out, id)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// createTopic writes a topic's config and assignment to the store, as Kafka's
+// AdminZkClient does; the controller notices and elects leaders.
+func (b *Broker) createTopic(ctx context.Context, spec topicSpec) error {
+	if err := b.planTopic(&spec); err != nil {
+		return err
+	}
+	return b.writeTopic(ctx, spec)
+}
+
+func (b *Broker) writeTopic(ctx context.Context, spec topicSpec) error {
+	s := b.Store()
+	if ok, _, err := s.Exists(ctx, zkdata.TopicPath(spec.Name)); err != nil {
+		return err
+	} else if ok {
+		return fmt.Errorf("%w: topic %q already exists", kerr.TopicAlreadyExists, spec.Name)
+	}
+	if err := b.checkTopicCollision(ctx, spec.Name); err != nil {
+		return err
+	}
+	cfgPath := zkdata.ConfigTopicPath(spec.Name)
+	if _, err := s.CreateAll(ctx, cfgPath, zkdata.EncodeConfig(spec.Configs), coord.Persistent); errors.Is(err, coord.ErrNodeExists) {
+		if _, err := s.Set(ctx, cfgPath, zkdata.EncodeConfig(spec.Configs), -1); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	b.setTopicOverrides(spec.Name, spec.Configs)
+	id, err := zkdata.RandomUUID()
+	if err != nil {
+		return err
+	}
+	data := zkdata.EncodeTopicAssignment(zkdata.TopicAssignment{Partitions: spec.Assignment, TopicID: id})
+	if _, err := s.CreateAll(ctx, zkdata.TopicPath(spec.Name), data, coord.Persistent); err != nil {
+		if errors.Is(err, coord.ErrNodeExists) {
+			return fmt.Errorf("%w: topic %q already exists", kerr.TopicAlreadyExists, spec.Name)
+		}
+		return err
+	}
+	b.logger.Info("topic created", "topic", spec.Name, "partitions", len(spec.Assignment))
+	return nil
+}
+
+// checkTopicCollision refuses names that differ only in '.' vs '_' (they collide
+// in metric names), as Kafka does.
+func (b *Broker) checkTopicCollision(ctx context.Context, name string) error {
+	norm := strings.ReplaceAll(name, ".", "_")
+	names, _, err := b.Store().Children(ctx, zkdata.TopicsPath)
+	if err != nil {
+		return nil
+	}
+	for _, n := range names {
+		if n != name && strings.ReplaceAll(n, ".", "_") == norm {
+			return fmt.Errorf("%w: topic %q collides with existing %q", kerr.InvalidTopicException, name, n)
+		}
+	}
+	return nil
+}
+
+// waitTopicLeaders waits until the metadata cache shows leaders for every partition
+// of topics (or they are absent when gone is set), bounded by ctx.
+func (b *Broker) waitTopics(ctx context.Context, topics []string, gone bool) error {
+	for {
+		ch := b.meta.Changed()
+		done := true
+		for _, t := range topics {
+			_, parts, _, ok := b.meta.topic(t)
+			if gone {
+				if ok {
+					done = false
+				}
+				continue
+			}
+			if !ok {
+				done = false
+				continue
+			}
+			for _, p := range parts {
+				if p.Leader < 0 {
+					done = false
+				}
+			}
+		}
+		if done {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return kerr.RequestTimedOut
+		}
+	}
+}
+
+// ensureOffsetsTopic creates __consumer_offsets on first use. Its replication factor
+// is offsets.topic.replication.factor capped at the live broker count, so a single
+// broker works out of the box.
+func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
+	if _, _, _, ok := b.meta.topic(offsetsTopic); ok {
+		return nil
+	}
+	rf := int16(min(b.cfg.Int("offsets.topic.replication.factor"), int64(len(b.liveBrokerIDs()))))
+	if rf < 1 {
+		return kerr.CoordinatorNotAvailable
+	}
+	err := b.createTopic(ctx, topicSpec{
+		Name: offsetsTopic, Partitions: int32(b.cfg.Int("offsets.topic.num.partitions")), ReplicationFactor: rf,
+		Configs: map[string]string{
+			"cleanup.policy":   "compact",
+			"compression.type": "producer",
+			"segment.bytes":    b.cfg.String("offsets.topic.segment.bytes"),
+		},
+	})
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return err
+	}
+	return nil
+}
+
+// ---- topic configs ----
+
+// topicConfigs caches the per-topic overrides kept in /config/topics.
+type topicConfigs struct {
+	mu sync.RWMutex
+	m  map[string]map[string]string
+}
+
+func (b *Broker) topicOverrides(topic string) map[string]string {
+	b.tcfg.mu.RLock()
+	defer b.tcfg.mu.RUnlock()
+	return b.tcfg.m[topic]
+}
+
+func (b *Broker) setTopicOverrides(topic string, m map[string]string) {
+	b.tcfg.mu.Lock()
+	if b.tcfg.m == nil {
+		b.tcfg.m = map[string]map[string]string{}
+	}
+	b.tcfg.m[topic] = m
+	b.tcfg.mu.Unlock()
+}
+
+// loadTopicConfigs reads every topic's overrides and the dynamic broker configs.
+func (b *Broker) loadTopicConfigs(ctx context.Context) {
+	s := b.Store()
+	names, _, err := s.Children(ctx, zkdata.ConfigTopicsPath)
+	if err == nil {
+		for _, t := range names {
+			b.reloadEntity(ctx, zkdata.ConfigTypeTopic+"/"+t)
+		}
+	}
+	b.reloadEntity(ctx, zkdata.ConfigTypeBroker+"/"+zkdata.DefaultConfigEntity)
+	b.reloadEntity(ctx, fmt.Sprintf("%s/%d", zkdata.ConfigTypeBroker, b.id))
+}
+
+// reloadEntity re-reads one config entity ("topics/T", "brokers/<id>", "brokers/<default>").
+func (b *Broker) reloadEntity(ctx context.Context, entity string) {
+	kind, name, ok := strings.Cut(entity, "/")
+	if !ok {
+		return
+	}
+	data, _, err := b.Store().Get(ctx, zkdata.ConfigEntityPath(kind, name))
+	var m map[string]string
+	switch {
+	case err == nil:
+		if m, err = zkdata.DecodeConfig(data); err != nil {
+			b.logger.Warn("unreadable config", "entity", entity, "err", err)
+			return
+		}
+	case errors.Is(err, coord.ErrNoNode):
+		m = map[string]string{}
+	default:
+		b.logger.Warn("reading config", "entity", entity, "err", err)
+		return
+	}
+	switch kind {
+	case zkdata.ConfigTypeTopic:
+		b.setTopicOverrides(name, m)
+		if b.replicas != nil {
+			b.replicas.ApplyTopicSettings(name)
+		}
+	case zkdata.ConfigTypeBroker:
+		if name == zkdata.DefaultConfigEntity {
+			b.cfg.SetDynamicDefault(m)
+		} else if name == fmt.Sprint(b.id) {
+			b.cfg.SetDynamic(m)
+		} else {
+			return
+		}
+		if b.replicas != nil {
+			for _, t := range b.meta.topicNames() {
+				b.replicas.ApplyTopicSettings(t)
+			}
+		}
+	}
+}
+
+// startWatches follows config change notifications for this session.
+func (b *Broker) startWatches(s coord.Store) {
+	go b.watchConfigChanges(s)
+}
+
+func (b *Broker) watchConfigChanges(s coord.Store) {
+	ctx := b.ctx
+	if _, err := s.CreateAll(ctx, zkdata.ConfigChangesPath, nil, coord.Persistent); err != nil && !errors.Is(err, coord.ErrNodeExists) {
+		b.logger.Warn("config change notifications unavailable", "err", err)
+		return
+	}
+	last := ""
+	first := true
+	for ctx.Err() == nil {
+		names, _, ch, err := s.ChildrenW(ctx, zkdata.ConfigChangesPath)
+		if err != nil {
+			return
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if n <= last {
+				continue
+			}
+			last = n
+			if first {
+				continue // configs were loaded in full at start
+			}
+			data, _, err := s.Get(ctx, zkdata.ConfigChangesPath+"/"+n)
+			if err != nil {
+				continue
+			}
+			if entity, err := zkdata.DecodeConfigChange(data); err == nil {
+				b.reloadEntity(ctx, entity)
+			}
+		}
+		if first {
+			b.loadTopicConfigs(ctx)
+			first = false
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-ch:
+			if ev.Err != nil {
+				return
+			}
+		}
+	}
+}
+
+// writeConfig stores an entity's overrides and notifies every broker.
+func (b *Broker) writeConfig(ctx context.Context, kind, name string, m map[string]string) error {
+	s := b.Store()
+	path := zkdata.ConfigEntityPath(kind, name)
+	if _, err := s.Set(ctx, path, zkdata.EncodeConfig(m), -1); errors.Is(err, coord.ErrNoNode) {
+		if _, err := s.CreateAll(ctx, path, zkdata.EncodeConfig(m), coord.Persistent); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	if _, err := s.CreateAll(ctx, zkdata.ConfigChangePath(), zkdata.EncodeConfigChange(kind+"/"+name), coord.PersistentSequential); err != nil {
+		return err
+	}
+	b.reloadEntity(ctx, kind+"/"+name)
+	return nil
+}
+
+// ---- ISR writes (leader side) ----
+
+// isrWriter writes a leader's ISR change conditionally and leaves an ISR change
+// notification for the controller.
+type isrWriter struct{ b *Broker }
+
+func (w isrWriter) WriteIsr(ctx context.Context, tp replica.TP, st replica.State) (int32, error) {
+	s := w.b.Store()
+	li := zkdata.LeaderIsr{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, ISR: st.ISR, ControllerEpoch: st.ControllerEpoch}
+	nst, err := s.Set(ctx, zkdata.PartitionStatePath(tp.Topic, tp.Partition), zkdata.EncodeLeaderIsr(li), st.ZkVersion)
+	if err != nil {
+		return 0, err
+	}
+	note := zkdata.EncodeIsrChange([]zkdata.TopicPartition{{Topic: tp.Topic, Partition: tp.Partition}})
+	if _, err := s.Create(ctx, zkdata.IsrChangePath(), note, coord.PersistentSequential); err != nil {
+		w.b.logger.Warn("ISR change notification not written", "err", err)
+	}
+	return nst.Version, nil
+}
+
+func hostPort(host string, port int32) string { return fmt.Sprintf("%s:%d", host, port) }
+
+// adminTimeout bounds admin waits by the request's timeout_ms.
+func adminTimeout(ms int32) time.Duration {
+	if ms <= 0 {
+		return 0
+	}
+	return time.Duration(ms) * time.Millisecond
+}

@@ -1,0 +1,595 @@
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ktoolhq/ktool/broker/config"
+	"github.com/ktoolhq/ktool/broker/coord"
+	"github.com/ktoolhq/ktool/broker/coord/embedded"
+	"github.com/ktoolhq/ktool/broker/coord/zkdata"
+	"github.com/ktoolhq/ktool/broker/coord/zkstore"
+	klog "github.com/ktoolhq/ktool/broker/log"
+	"github.com/ktoolhq/ktool/broker/protocol"
+	"github.com/ktoolhq/ktool/broker/replica"
+)
+
+// Options configure a Broker.
+type Options struct {
+	Config *config.Broker
+	// Connector makes coordination sessions. Nil means ZooKeeper when
+	// zookeeper.connect is set, else the embedded store kept in the first log dir.
+	Connector coord.Connector
+	Logger    *slog.Logger
+	// Codecs recompresses batches for topics whose compression.type is not
+	// "producer". Nil uses the built-in codecs in process.
+	Codecs CodecSource
+}
+
+// Broker is one Kafka-compatible broker.
+type Broker struct {
+	cfg     *config.Broker
+	opts    Options
+	logger  *slog.Logger
+	metrics *metrics
+
+	id        int32
+	clusterID string
+	host      string
+	port      int32
+
+	connector coord.Connector
+	embedded  *embedded.Server
+	storeMu   sync.RWMutex
+	store     coord.Store
+	epoch     int64 // broker epoch: czxid of /brokers/ids/<id> (KIP-380)
+
+	locks    []*os.File
+	ln       net.Listener
+	srv      *protocol.Server
+	replicas *replica.Manager
+	meta     *metaCache
+	ctrl     *controllerRunner
+	codecs   CodecSource
+	tcfg     topicConfigs
+
+	fetchMaxBytes int32
+
+	ready     chan struct{}
+	readyOnce sync.Once
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	shutOnce  sync.Once
+}
+
+// New validates the options; Start brings the broker up.
+func New(opts Options) (*Broker, error) {
+	if opts.Config == nil {
+		return nil, errors.New("broker: no configuration")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	b := &Broker{
+		cfg: opts.Config, opts: opts, logger: opts.Logger,
+		id:    int32(opts.Config.Int("broker.id")),
+		meta:  newMetaCache(),
+		ready: make(chan struct{}),
+		codecs: opts.Codecs,
+		fetchMaxBytes: 55 << 20,
+	}
+	b.metrics = newMetrics(b)
+	if b.codecs == nil {
+		b.codecs = builtinCodecs{}
+	}
+	if _, err := parseListener(b.cfg.List("listeners")); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// ID is the broker id (known after Start when broker.id=-1).
+func (b *Broker) ID() int32 { return b.id }
+
+// Addr is the address the broker listens on (after Start).
+func (b *Broker) Addr() string {
+	if b.ln == nil {
+		return ""
+	}
+	return b.ln.Addr().String()
+}
+
+// AdvertisedAddr is host:port as clients are told.
+func (b *Broker) AdvertisedAddr() string { return net.JoinHostPort(b.host, strconv.Itoa(int(b.port))) }
+
+// ClusterID is the cluster's id.
+func (b *Broker) ClusterID() string { return b.clusterID }
+
+// Ready is closed once the broker is registered and has its first metadata from the controller.
+func (b *Broker) Ready() <-chan struct{} { return b.ready }
+
+// listener is a parsed PLAINTEXT://host:port.
+type listener struct {
+	Name, Host string
+	Port       int
+}
+
+func parseListener(list []string) (listener, error) {
+	if len(list) == 0 {
+		return listener{}, errors.New("listeners is empty")
+	}
+	if len(list) > 1 {
+		return listener{}, fmt.Errorf("only one listener is supported, got %d (%s)", len(list), strings.Join(list, ","))
+	}
+	s := list[0]
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return listener{}, fmt.Errorf("listener %q is not NAME://host:port", s)
+	}
+	name := s[:i]
+	if name != "PLAINTEXT" {
+		return listener{}, fmt.Errorf("listener %q: only PLAINTEXT is supported", s)
+	}
+	host, port, err := net.SplitHostPort(s[i+3:])
+	if err != nil {
+		return listener{}, fmt.Errorf("listener %q: %v", s, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p > 65535 {
+		return listener{}, fmt.Errorf("listener %q: bad port", s)
+	}
+	return listener{Name: name, Host: host, Port: p}, nil
+}
+
+// Start opens the logs, connects to the coordination store, listens, registers
+// and joins controller election. It returns once the broker accepts connections;
+// Ready says when it has joined the cluster.
+func (b *Broker) Start(ctx context.Context) (err error) {
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	defer func() {
+		if err != nil {
+			b.cancel()
+			b.closeResources()
+		}
+	}()
+	dirs := b.cfg.LogDirs()
+	for _, d := range dirs {
+		f, err := lockDir(d)
+		if err != nil {
+			return err
+		}
+		b.locks = append(b.locks, f)
+	}
+	if err := b.setupConnector(dirs[0]); err != nil {
+		return err
+	}
+	store, err := b.connect(ctx)
+	if err != nil {
+		return err
+	}
+	b.setStore(store)
+	if err := b.resolveIdentity(ctx, dirs); err != nil {
+		return err
+	}
+	b.logger = b.logger.With("broker", b.id)
+
+	b.replicas = replica.NewManager(replica.Config{
+		BrokerID:      b.id,
+		LogDirs:       dirs,
+		TopicSettings: b.topicSettings,
+		Isr:           isrWriter{b},
+		OnIsrChange: func(shrink bool) {
+			if shrink {
+				b.metrics.IsrShrinks.Inc()
+			} else {
+				b.metrics.IsrExpands.Inc()
+			}
+		},
+		Logger:        b.logger,
+		ReplicaLagMax: time.Duration(b.cfg.Int("replica.lag.time.max.ms")) * time.Millisecond,
+		Fetch: replica.FetcherConfig{
+			MaxWait:          time.Duration(b.cfg.Int("replica.fetch.wait.max.ms")) * time.Millisecond,
+			MaxBytes:         int32(b.cfg.Int("replica.fetch.response.max.bytes")),
+			PartitionMaxByte: int32(b.cfg.Int("replica.fetch.max.bytes")),
+			Backoff:          time.Duration(b.cfg.Int("replica.fetch.backoff.ms")) * time.Millisecond,
+		},
+	})
+	b.loadTopicConfigs(ctx)
+	if err := b.replicas.Load(); err != nil {
+		return err
+	}
+
+	lis, _ := parseListener(b.cfg.List("listeners"))
+	ln, err := net.Listen("tcp", net.JoinHostPort(lis.Host, strconv.Itoa(lis.Port)))
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", b.cfg.String("listeners"), err)
+	}
+	b.ln = ln
+	if err := b.resolveAdvertised(ln); err != nil {
+		return err
+	}
+	b.srv = &protocol.Server{
+		Handler:        b,
+		MaxRequestSize: int32(b.cfg.Int("socket.request.max.bytes")),
+		APIKeys:        apiKeys,
+		Logger:         b.logger,
+		Observe:        b.metrics.observe,
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		_ = b.srv.Serve(ln)
+	}()
+	b.replicas.Start(time.Duration(b.cfg.Int("log.retention.check.interval.ms")) * time.Millisecond)
+
+	if err := b.register(ctx); err != nil {
+		return err
+	}
+	b.ctrl = newControllerRunner(b)
+	b.wg.Add(2)
+	go b.sessionLoop()
+	go b.waitReady()
+	if err := b.metrics.serve(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (b *Broker) setupConnector(firstDir string) error {
+	if b.opts.Connector != nil {
+		b.connector = b.opts.Connector
+		return nil
+	}
+	if zk := b.cfg.String("zookeeper.connect"); zk != "" {
+		timeout := time.Duration(b.cfg.Int("zookeeper.session.timeout.ms")) * time.Millisecond
+		c, err := zkstore.NewConnector(zk, timeout, b.logger.With("component", "zookeeper"))
+		if err != nil {
+			return err
+		}
+		b.connector = c
+		return nil
+	}
+	srv, err := embedded.Open(firstDir + "/__ktool_store")
+	if err != nil {
+		return fmt.Errorf("opening the embedded coordination store: %w", err)
+	}
+	b.embedded = srv
+	b.connector = srv
+	return nil
+}
+
+// connect makes a session, retrying with a clear message while the store is down.
+func (b *Broker) connect(ctx context.Context) (coord.Store, error) {
+	backoff := 500 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		cctx, cancel := context.WithTimeout(ctx, b.connectTimeout())
+		s, err := b.connector.Connect(cctx)
+		cancel()
+		if err == nil {
+			return s, nil
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("connecting to the coordination store: %w (last error: %v)", ctx.Err(), err)
+		}
+		b.logger.Error("cannot reach the coordination store; retrying", "zookeeper.connect", b.cfg.String("zookeeper.connect"),
+			"attempt", attempt, "retry_in", backoff, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
+func (b *Broker) connectTimeout() time.Duration {
+	if v := b.cfg.Int("zookeeper.connection.timeout.ms"); v > 0 {
+		return time.Duration(v) * time.Millisecond
+	}
+	return time.Duration(b.cfg.Int("zookeeper.session.timeout.ms")) * time.Millisecond
+}
+
+func (b *Broker) setStore(s coord.Store) {
+	b.storeMu.Lock()
+	b.store = s
+	b.storeMu.Unlock()
+}
+
+// Store is the current coordination session.
+func (b *Broker) Store() coord.Store {
+	b.storeMu.RLock()
+	defer b.storeMu.RUnlock()
+	return b.store
+}
+
+func (b *Broker) brokerEpoch() int64 {
+	b.storeMu.RLock()
+	defer b.storeMu.RUnlock()
+	return b.epoch
+}
+
+// resolveIdentity settles the cluster id and broker id, checking meta.properties.
+func (b *Broker) resolveIdentity(ctx context.Context, dirs []string) error {
+	s := b.Store()
+	cid, err := b.clusterIDFromStore(ctx, s)
+	if err != nil {
+		return err
+	}
+	b.clusterID = cid
+	var saved *metaProperties
+	for _, d := range dirs {
+		m, err := readMetaProperties(d)
+		if err != nil {
+			return err
+		}
+		if m == nil {
+			continue
+		}
+		if m.ClusterID != "" && m.ClusterID != cid {
+			return fmt.Errorf("log dir %s belongs to cluster %s but the coordination store holds cluster %s; "+
+				"point the broker at the right ZooKeeper (and chroot) or use an empty log dir", d, m.ClusterID, cid)
+		}
+		if saved != nil && saved.BrokerID != m.BrokerID {
+			return fmt.Errorf("log dirs disagree on broker.id (%d vs %d)", saved.BrokerID, m.BrokerID)
+		}
+		saved = m
+	}
+	switch {
+	case b.id >= 0 && saved != nil && saved.BrokerID != b.id:
+		return fmt.Errorf("broker.id=%d but the log dirs belong to broker %d (meta.properties)", b.id, saved.BrokerID)
+	case b.id < 0 && saved != nil:
+		b.id = saved.BrokerID
+	case b.id < 0:
+		id, err := b.generateBrokerID(ctx, s)
+		if err != nil {
+			return err
+		}
+		b.id = id
+	}
+	for _, d := range dirs {
+		if err := writeMetaProperties(d, metaProperties{BrokerID: b.id, ClusterID: cid}); err != nil {
+			return fmt.Errorf("writing meta.properties: %w", err)
+		}
+	}
+	return nil
+}
+
+func (b *Broker) clusterIDFromStore(ctx context.Context, s coord.Store) (string, error) {
+	data, _, err := s.Get(ctx, zkdata.ClusterIDPath)
+	if err == nil {
+		return zkdata.DecodeClusterID(data)
+	}
+	if !errors.Is(err, coord.ErrNoNode) {
+		return "", fmt.Errorf("reading the cluster id: %w", err)
+	}
+	id := b.cfg.String("cluster.id")
+	if id == "" {
+		var raw [16]byte
+		_, _ = rand.Read(raw[:])
+		id = base64.RawURLEncoding.EncodeToString(raw[:])
+	}
+	if _, err := s.CreateAll(ctx, zkdata.ClusterIDPath, zkdata.EncodeClusterID(id), coord.Persistent); err != nil {
+		if errors.Is(err, coord.ErrNodeExists) {
+			return b.clusterIDFromStore(ctx, s)
+		}
+		return "", fmt.Errorf("creating the cluster id: %w", err)
+	}
+	return id, nil
+}
+
+// generateBrokerID takes a fresh id above reserved.broker.max.id from the version of
+// /brokers/seqid, as Kafka does.
+func (b *Broker) generateBrokerID(ctx context.Context, s coord.Store) (int32, error) {
+	if _, err := s.CreateAll(ctx, "/brokers/seqid", nil, coord.Persistent); err != nil && !errors.Is(err, coord.ErrNodeExists) {
+		return 0, err
+	}
+	st, err := s.Set(ctx, "/brokers/seqid", nil, -1)
+	if err != nil {
+		return 0, fmt.Errorf("generating a broker id: %w", err)
+	}
+	return int32(b.cfg.Int("reserved.broker.max.id")) + st.Version, nil
+}
+
+func (b *Broker) resolveAdvertised(ln net.Listener) error {
+	adv := b.cfg.List("advertised.listeners")
+	if len(adv) == 0 {
+		adv = b.cfg.List("listeners")
+	}
+	l, err := parseListener(adv)
+	if err != nil {
+		return fmt.Errorf("advertised.listeners: %w", err)
+	}
+	host, port := l.Host, l.Port
+	if port == 0 {
+		port = ln.Addr().(*net.TCPAddr).Port
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		if h, err := os.Hostname(); err == nil && len(b.cfg.List("advertised.listeners")) > 0 {
+			host = h
+		} else {
+			host = "localhost"
+		}
+	}
+	b.host, b.port = host, int32(port)
+	return nil
+}
+
+// register creates the ephemeral /brokers/ids/<id>. After a crash the previous
+// registration lingers until its session expires; we wait for that, saying so.
+func (b *Broker) register(ctx context.Context) error {
+	info := zkdata.BrokerInfo{
+		ID: b.id, Host: b.host, Port: b.port,
+		Endpoints: []zkdata.Endpoint{{Listener: "PLAINTEXT", SecurityProtocol: "PLAINTEXT", Host: b.host, Port: b.port}},
+		Rack:      b.cfg.String("broker.rack"),
+		Timestamp: time.Now(),
+	}
+	data := zkdata.EncodeBrokerInfo(info)
+	path := zkdata.BrokerPath(b.id)
+	warned := false
+	for {
+		s := b.Store()
+		if _, err := s.CreateAll(ctx, zkdata.BrokerIDsPath, nil, coord.Persistent); err != nil && !errors.Is(err, coord.ErrNodeExists) {
+			return err
+		}
+		_, err := s.Create(ctx, path, data, coord.Ephemeral)
+		if err == nil {
+			_, st, err := s.Get(ctx, path)
+			if err != nil {
+				return err
+			}
+			b.storeMu.Lock()
+			b.epoch = st.Czxid
+			b.storeMu.Unlock()
+			b.logger.Info("registered", "path", path, "broker_epoch", st.Czxid, "endpoint", b.AdvertisedAddr())
+			return nil
+		}
+		if !errors.Is(err, coord.ErrNodeExists) {
+			return fmt.Errorf("registering %s: %w", path, err)
+		}
+		_, st, gerr := s.Get(ctx, path)
+		if gerr == nil && st.EphemeralOwner == s.SessionID() {
+			b.storeMu.Lock()
+			b.epoch = st.Czxid
+			b.storeMu.Unlock()
+			return nil
+		}
+		if !warned {
+			b.logger.Warn("another session holds this broker id; waiting for it to expire (a previous run that was killed?)",
+				"path", path)
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("broker id %d is registered by another live broker: %w", b.id, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// sessionLoop re-creates the session after expiry: re-register, rejoin election.
+func (b *Broker) sessionLoop() {
+	defer b.wg.Done()
+	b.ctrl.start(b.Store())
+	b.startWatches(b.Store())
+	for {
+		s := b.Store()
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-s.Expired():
+		}
+		b.logger.Warn("coordination session expired; reconnecting")
+		b.ctrl.stop()
+		_ = s.Close()
+		ns, err := b.connect(b.ctx)
+		if err != nil {
+			return
+		}
+		b.setStore(ns)
+		if err := b.register(b.ctx); err != nil {
+			b.logger.Error("re-registering after session expiry", "err", err)
+			return
+		}
+		b.ctrl.start(ns)
+		b.startWatches(ns)
+	}
+}
+
+// waitReady closes Ready once the controller has told us about ourselves.
+func (b *Broker) waitReady() {
+	defer b.wg.Done()
+	for {
+		ch := b.meta.Changed()
+		if _, ok := b.meta.broker(b.id); ok {
+			b.readyOnce.Do(func() { close(b.ready) })
+			b.logger.Info("broker ready", "listening", b.Addr(), "advertised", b.AdvertisedAddr(), "cluster_id", b.clusterID)
+			return
+		}
+		select {
+		case <-ch:
+		case <-b.ctx.Done():
+			return
+		}
+	}
+}
+
+// topicSettings resolves the log and replication settings of a topic.
+func (b *Broker) topicSettings(topic string) replica.Settings {
+	tc := b.cfg.Topic(b.topicOverrides(topic))
+	lc := klog.DefaultConfig()
+	lc.SegmentBytes = tc.Int("segment.bytes")
+	lc.SegmentMs = tc.Int("segment.ms")
+	lc.RetentionMs = tc.Int("retention.ms")
+	lc.RetentionBytes = tc.Int("retention.bytes")
+	lc.IndexIntervalBytes = int(tc.Int("index.interval.bytes"))
+	lc.FlushIntervalMessages = tc.Int("flush.messages")
+	lc.FlushIntervalMs = tc.Int("flush.ms")
+	lc.MaxMessageBytes = int(tc.Int("max.message.bytes"))
+	lc.TimestampType = tc.String("message.timestamp.type")
+	if lc.FlushIntervalMs <= 0 {
+		lc.FlushIntervalMs = math.MaxInt64
+	}
+	return replica.Settings{Log: lc, MinISR: int(tc.Int("min.insync.replicas"))}
+}
+
+// Shutdown leaves the cluster cleanly: controlled shutdown (moving leaderships
+// away), stop accepting, finish in-flight requests, flush and close every log,
+// end the session. Bounded by ctx.
+func (b *Broker) Shutdown(ctx context.Context) error {
+	var err error
+	b.shutOnce.Do(func() {
+		if b.cancel == nil {
+			return
+		}
+		if b.cfg.Bool("controlled.shutdown.enable") {
+			b.controlledShutdown(ctx)
+		}
+		if b.ctrl != nil {
+			b.ctrl.stop()
+		}
+		if b.srv != nil {
+			if serr := b.srv.Shutdown(ctx); serr != nil {
+				b.logger.Warn("connections did not drain in time", "err", serr)
+			}
+		}
+		b.cancel()
+		b.wg.Wait()
+		err = b.closeResources()
+		b.logger.Info("broker stopped")
+	})
+	return err
+}
+
+func (b *Broker) closeResources() error {
+	var errs []error
+	if b.replicas != nil {
+		errs = append(errs, b.replicas.Shutdown())
+	}
+	b.metrics.close()
+	if s := b.Store(); s != nil {
+		_ = s.Close()
+	}
+	if b.embedded != nil {
+		errs = append(errs, b.embedded.Close())
+	}
+	for _, f := range b.locks {
+		f.Close()
+	}
+	b.locks = nil
+	if b.ln != nil {
+		b.ln.Close()
+	}
+	return errors.Join(errs...)
+}

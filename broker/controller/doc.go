@@ -1,0 +1,11 @@
+// Package controller is the cluster controller of Kafka's ZooKeeper mode. Every
+// broker runs an Elector: it tries to create the ephemeral /controller znode; the
+// winner bumps /controller_epoch with a conditional write and runs the Controller
+// until its session or its znode goes away, the others watch /controller and try
+// again when it disappears. The Controller watches broker registrations, topics and
+// the admin znodes, elects partition leaders from the ISR (first live ISR member in
+// AR order; any live replica only with unclean election; -1 otherwise), writes
+// partition state with conditional updates, and tells brokers with LeaderAndIsr,
+// UpdateMetadata and StopReplica over the Kafka protocol. All state changes run on
+// one event loop, as in Kafka.
+package controller

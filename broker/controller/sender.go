@@ -1,0 +1,258 @@
+package controller
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ktoolhq/ktool/broker/protocol"
+)
+
+// sender delivers controller requests to one broker in order, retrying while the
+// broker is alive; requests carry the controller epoch and the broker's epoch, so
+// a late one is refused by the broker rather than applied.
+type sender struct {
+	id     int32
+	client *protocol.Client
+	queue  chan kmsg.Request
+	cancel context.CancelFunc
+	done   chan struct{}
+	c      *Controller
+}
+
+func (c *Controller) ensureSender(id int32) {
+	addr, ok := c.brokerAddr(id)
+	if !ok {
+		return
+	}
+	if s, ok := c.senders[id]; ok {
+		if s.client.Addr == addr {
+			return
+		}
+		s.stop()
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	s := &sender{
+		id: id, c: c, cancel: cancel, done: make(chan struct{}),
+		client: &protocol.Client{Addr: addr, ClientID: "ktool-controller"},
+		queue:  make(chan kmsg.Request, 1024),
+	}
+	c.senders[id] = s
+	go s.run(ctx)
+}
+
+func (s *sender) stop() {
+	s.cancel()
+	<-s.done
+	s.client.Close()
+}
+
+func (s *sender) send(req kmsg.Request) {
+	select {
+	case s.queue <- req:
+	default:
+		s.c.log.Warn("controller request queue full; dropping request", "broker", s.id, "api", kmsg.NameForKey(req.Key()))
+	}
+}
+
+func (s *sender) run(ctx context.Context) {
+	defer close(s.done)
+	for {
+		var req kmsg.Request
+		select {
+		case <-ctx.Done():
+			return
+		case req = <-s.queue:
+		}
+		backoff := 50 * time.Millisecond
+		for ctx.Err() == nil {
+			rctx, cancel := context.WithTimeout(ctx, s.c.cfg.RequestTimeout)
+			resp, err := s.client.Request(rctx, req)
+			cancel()
+			if err == nil {
+				s.check(req, resp)
+				break
+			}
+			s.c.log.Debug("controller request failed; retrying", "broker", s.id, "api", kmsg.NameForKey(req.Key()), "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, 2*time.Second)
+		}
+	}
+}
+
+func (s *sender) check(req kmsg.Request, resp kmsg.Response) {
+	var code int16
+	switch r := resp.(type) {
+	case *kmsg.LeaderAndISRResponse:
+		code = r.ErrorCode
+	case *kmsg.UpdateMetadataResponse:
+		code = r.ErrorCode
+	case *kmsg.StopReplicaResponse:
+		code = r.ErrorCode
+	}
+	if err := kerr.ErrorForCode(code); err != nil {
+		s.c.log.Warn("broker refused controller request", "broker", s.id, "api", kmsg.NameForKey(req.Key()), "err", err)
+	}
+}
+
+// sendLeaderAndIsr tells the replicas of tps (only those in `to`, when given)
+// their partitions' leader, epoch and ISR.
+func (c *Controller) sendLeaderAndIsr(tps []TP, to []int32) { c.leaderAndIsr(tps, to, false) }
+
+func (c *Controller) sendLeaderAndIsrNew(tps []TP) { c.leaderAndIsr(tps, nil, true) }
+
+func (c *Controller) leaderAndIsr(tps []TP, to []int32, isNew bool) {
+	per := map[int32][]TP{}
+	for _, tp := range tps {
+		st, ok := c.states[tp]
+		if !ok || !st.HasState {
+			continue
+		}
+		for _, r := range st.Replicas {
+			if !c.isLive(r) || (to != nil && !slices.Contains(to, r)) {
+				continue
+			}
+			per[r] = append(per[r], tp)
+		}
+	}
+	var leaders []kmsg.LeaderAndISRRequestLiveLeader
+	for id, info := range c.brokers {
+		l := kmsg.NewLeaderAndISRRequestLiveLeader()
+		l.BrokerID, l.Host, l.Port = id, info.Host, info.Port
+		leaders = append(leaders, l)
+	}
+	for b, list := range per {
+		s, ok := c.senders[b]
+		if !ok {
+			continue
+		}
+		req := kmsg.NewPtrLeaderAndISRRequest()
+		req.SetVersion(4)
+		req.ControllerID = c.cfg.BrokerID
+		req.ControllerEpoch = c.epoch
+		req.BrokerEpoch = c.brokers[b].Epoch
+		idx := map[string]int{}
+		for _, tp := range list {
+			st := c.states[tp]
+			i, ok := idx[tp.Topic]
+			if !ok {
+				ts := kmsg.NewLeaderAndISRRequestTopicState()
+				ts.Topic = tp.Topic
+				req.TopicStates = append(req.TopicStates, ts)
+				i = len(req.TopicStates) - 1
+				idx[tp.Topic] = i
+			}
+			p := kmsg.NewLeaderAndISRRequestTopicPartition()
+			p.Topic, p.Partition = tp.Topic, tp.Partition
+			p.ControllerEpoch = st.ControllerEpoch
+			p.Leader, p.LeaderEpoch = st.Leader, st.LeaderEpoch
+			p.ISR = slices.Clone(st.ISR)
+			p.ZKVersion = st.ZkVersion
+			p.Replicas = slices.Clone(st.Replicas)
+			p.IsNew = isNew
+			req.TopicStates[i].PartitionStates = append(req.TopicStates[i].PartitionStates, p)
+		}
+		req.LiveLeaders = leaders
+		s.send(req)
+	}
+}
+
+// sendUpdateMetadata sends every live broker the full cluster view: live brokers and
+// the state of every partition (topics being deleted are left out).
+func (c *Controller) sendUpdateMetadata() {
+	var live []kmsg.UpdateMetadataRequestLiveBroker
+	for id, info := range c.brokers {
+		lb := kmsg.NewUpdateMetadataRequestLiveBroker()
+		lb.ID, lb.Host, lb.Port = id, info.Host, info.Port
+		ep := kmsg.NewUpdateMetadataRequestLiveBrokerEndpoint()
+		ep.Host, ep.Port, ep.ListenerName, ep.SecurityProtocol = info.Host, info.Port, "PLAINTEXT", 0
+		lb.Endpoints = []kmsg.UpdateMetadataRequestLiveBrokerEndpoint{ep}
+		if info.Rack != "" {
+			r := info.Rack
+			lb.Rack = &r
+		}
+		live = append(live, lb)
+	}
+	idx := map[string]int{}
+	var topics []kmsg.UpdateMetadataRequestTopicState
+	for _, tp := range c.allPartitions() {
+		if c.deleting[tp.Topic] {
+			continue
+		}
+		st := c.states[tp]
+		i, ok := idx[tp.Topic]
+		if !ok {
+			ts := kmsg.NewUpdateMetadataRequestTopicState()
+			ts.Topic = tp.Topic
+			topics = append(topics, ts)
+			i = len(topics) - 1
+			idx[tp.Topic] = i
+		}
+		p := kmsg.NewUpdateMetadataRequestTopicPartition()
+		p.Topic, p.Partition = tp.Topic, tp.Partition
+		p.ControllerEpoch = st.ControllerEpoch
+		p.Leader, p.LeaderEpoch = st.Leader, st.LeaderEpoch
+		p.ISR = slices.Clone(st.ISR)
+		p.ZKVersion = st.ZkVersion
+		p.Replicas = slices.Clone(st.Replicas)
+		for _, r := range st.Replicas {
+			if !c.isLive(r) {
+				p.OfflineReplicas = append(p.OfflineReplicas, r)
+			}
+		}
+		if !st.HasState {
+			p.Leader, p.LeaderEpoch = -1, -1
+		}
+		topics[i].PartitionStates = append(topics[i].PartitionStates, p)
+	}
+	for id, s := range c.senders {
+		req := kmsg.NewPtrUpdateMetadataRequest()
+		req.SetVersion(6)
+		req.ControllerID = c.cfg.BrokerID
+		req.ControllerEpoch = c.epoch
+		req.BrokerEpoch = c.brokers[id].Epoch
+		req.LiveBrokers = live
+		req.TopicStates = topics
+		s.send(req)
+	}
+}
+
+// sendStopReplica tells broker b to stop replicating tps (and delete them with del).
+func (c *Controller) sendStopReplica(b int32, tps []TP, del bool) {
+	s, ok := c.senders[b]
+	if !ok || len(tps) == 0 {
+		return
+	}
+	req := kmsg.NewPtrStopReplicaRequest()
+	req.SetVersion(3)
+	req.ControllerID = c.cfg.BrokerID
+	req.ControllerEpoch = c.epoch
+	req.BrokerEpoch = c.brokers[b].Epoch
+	idx := map[string]int{}
+	for _, tp := range tps {
+		i, ok := idx[tp.Topic]
+		if !ok {
+			t := kmsg.NewStopReplicaRequestTopic()
+			t.Topic = tp.Topic
+			req.Topics = append(req.Topics, t)
+			i = len(req.Topics) - 1
+			idx[tp.Topic] = i
+		}
+		ps := kmsg.NewStopReplicaRequestTopicPartitionState()
+		ps.Partition = tp.Partition
+		ps.LeaderEpoch = -2 // delete regardless of epoch (Kafka's EpochDuringDelete) or stop
+		if st, ok := c.states[tp]; ok && !del {
+			ps.LeaderEpoch = st.LeaderEpoch
+		}
+		ps.Delete = del
+		req.Topics[i].PartitionStates = append(req.Topics[i].PartitionStates, ps)
+	}
+	s.send(req)
+}

@@ -1,0 +1,166 @@
+package broker
+
+import (
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// brokerEndpoint is a live broker as UpdateMetadata describes it.
+type brokerEndpoint struct {
+	ID   int32
+	Host string
+	Port int32
+	Rack *string
+}
+
+// partitionMeta is one partition's leadership as last told by the controller.
+type partitionMeta struct {
+	Leader          int32
+	LeaderEpoch     int32
+	ISR             []int32
+	Replicas        []int32
+	Offline         []int32
+	ZkVersion       int32
+	ControllerEpoch int32
+}
+
+// metaCache is the broker's view of the cluster, fed by UpdateMetadata from the
+// controller, as in Kafka. Metadata requests are answered from it.
+type metaCache struct {
+	mu         sync.RWMutex
+	controller int32
+	brokers    map[int32]brokerEndpoint
+	topics     map[string]map[int32]*partitionMeta
+	topicIDs   map[string][16]byte
+	changed    chan struct{} // closed and replaced on every update
+}
+
+func newMetaCache() *metaCache {
+	return &metaCache{
+		controller: -1,
+		brokers:    map[int32]brokerEndpoint{},
+		topics:     map[string]map[int32]*partitionMeta{},
+		topicIDs:   map[string][16]byte{},
+		changed:    make(chan struct{}),
+	}
+}
+
+// Changed returns a channel closed at the next update.
+func (m *metaCache) Changed() <-chan struct{} {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.changed
+}
+
+// apply applies an UpdateMetadata request.
+func (m *metaCache) apply(req *kmsg.UpdateMetadataRequest) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.controller = req.ControllerID
+	m.brokers = map[int32]brokerEndpoint{}
+	for _, b := range req.LiveBrokers {
+		ep := brokerEndpoint{ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack}
+		for _, e := range b.Endpoints {
+			ep.Host, ep.Port = e.Host, e.Port
+			break
+		}
+		m.brokers[b.ID] = ep
+	}
+	// The controller always sends its full view, so the cache is replaced, which
+	// also drops deleted topics.
+	m.topics = map[string]map[int32]*partitionMeta{}
+	apply := func(topic string, p kmsg.UpdateMetadataRequestTopicPartition) {
+		parts, ok := m.topics[topic]
+		if !ok {
+			parts = map[int32]*partitionMeta{}
+			m.topics[topic] = parts
+		}
+		parts[p.Partition] = &partitionMeta{
+			Leader: p.Leader, LeaderEpoch: p.LeaderEpoch, ISR: p.ISR, Replicas: p.Replicas,
+			Offline: p.OfflineReplicas, ZkVersion: p.ZKVersion, ControllerEpoch: p.ControllerEpoch,
+		}
+	}
+	for _, p := range req.PartitionStates {
+		apply(p.Topic, p)
+	}
+	for _, t := range req.TopicStates {
+		if t.TopicID != [16]byte{} {
+			m.topicIDs[t.Topic] = t.TopicID
+		}
+		for _, p := range t.PartitionStates {
+			apply(t.Topic, p)
+		}
+	}
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+func (m *metaCache) controllerID() int32 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.controller
+}
+
+func (m *metaCache) broker(id int32) (brokerEndpoint, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	b, ok := m.brokers[id]
+	return b, ok
+}
+
+func (m *metaCache) liveBrokers() []brokerEndpoint {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]brokerEndpoint, 0, len(m.brokers))
+	for _, b := range m.brokers {
+		out = append(out, b)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func (m *metaCache) topicNames() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]string, 0, len(m.topics))
+	for t := range m.topics {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// topic returns a copy of a topic's partitions, sorted by id.
+func (m *metaCache) topic(name string) ([]int32, map[int32]partitionMeta, [16]byte, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	parts, ok := m.topics[name]
+	if !ok {
+		return nil, nil, [16]byte{}, false
+	}
+	ids := make([]int32, 0, len(parts))
+	out := make(map[int32]partitionMeta, len(parts))
+	for id, p := range parts {
+		ids = append(ids, id)
+		out[id] = *p
+	}
+	slices.Sort(ids)
+	return ids, out, m.topicIDs[name], true
+}
+
+func (m *metaCache) partition(topic string, p int32) (partitionMeta, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	parts, ok := m.topics[topic]
+	if !ok {
+		return partitionMeta{}, false
+	}
+	pm, ok := parts[p]
+	if !ok {
+		return partitionMeta{}, false
+	}
+	return *pm, true
+}

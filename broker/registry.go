@@ -1,0 +1,63 @@
+package broker
+
+import (
+	"context"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ktoolhq/ktool/broker/protocol"
+)
+
+// handler serves one request. It must call respond exactly once, now or later.
+type handler func(b *Broker, rc *reqCtx, req kmsg.Request, respond func(protocol.Response))
+
+type api struct {
+	key      int16
+	min, max int16
+	handle   handler
+}
+
+// apis is filled by the init functions of the NN_*.go files and never changed after.
+var apis = map[int16]api{}
+
+func register(key, min, max int16, h handler) {
+	apis[key] = api{key: key, min: min, max: max, handle: h}
+}
+
+// apiKeys lists what this broker serves, for ApiVersions.
+func apiKeys() []kmsg.ApiVersionsResponseApiKey {
+	out := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis))
+	for _, a := range apis {
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.min, a.max
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ApiKey < out[j].ApiKey })
+	return out
+}
+
+// reqCtx is what a handler knows about the request besides its body.
+type reqCtx struct {
+	ctx    context.Context
+	conn   *protocol.Conn
+	header protocol.Header
+}
+
+// Handle implements protocol.Handler.
+func (b *Broker) Handle(ctx context.Context, c *protocol.Conn, h protocol.Header, req kmsg.Request, respond func(protocol.Response)) {
+	a, ok := apis[h.Key]
+	if !ok || h.Version < a.min || h.Version > a.max {
+		if h.Key == 18 { // ApiVersions: answer so the client can pick a version (KIP-511)
+			a = apis[18]
+		} else {
+			b.logger.Warn("unsupported request; closing connection", "api", kmsg.NameForKey(h.Key), "version", h.Version,
+				"client_id", h.ClientID, "remote", c.RemoteAddr().String())
+			c.Close()
+			respond(protocol.Response{None: true})
+			return
+		}
+	}
+	b.metrics.request(h.Key)
+	a.handle(b, &reqCtx{ctx: ctx, conn: c, header: h}, req, respond)
+}

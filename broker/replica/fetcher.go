@@ -1,0 +1,309 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ktoolhq/ktool/broker/protocol"
+)
+
+// FetcherConfig holds the replica.fetch.* settings.
+type FetcherConfig struct {
+	MaxWait          time.Duration // replica.fetch.wait.max.ms
+	MaxBytes         int32         // replica.fetch.response.max.bytes
+	PartitionMaxByte int32         // replica.fetch.max.bytes
+	Backoff          time.Duration // replica.fetch.backoff.ms
+}
+
+// fetcher pulls every partition this broker follows from one leader, like a
+// consumer, and appends what it gets to the local logs.
+type fetcher struct {
+	m      *Manager
+	leader int32
+	client *protocol.Client
+	logger *slog.Logger
+
+	mu    sync.Mutex
+	parts map[TP]*fetchState
+	kick  chan struct{}
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+type fetchState struct {
+	p        *Partition
+	truncate bool // reconcile with the leader (OffsetForLeaderEpoch) before fetching
+}
+
+func (m *Manager) addToFetcher(leader int32, addr string, p *Partition) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f, ok := m.fetchers[leader]
+	if ok && f.client.Addr != addr {
+		go f.stop()
+		ok = false
+	}
+	if !ok {
+		ctx, cancel := context.WithCancel(m.ctx)
+		f = &fetcher{
+			m: m, leader: leader, logger: m.logger.With("fetcher_leader", leader),
+			client: &protocol.Client{Addr: addr, ClientID: "ktool-replica-fetcher"},
+			parts:  map[TP]*fetchState{}, kick: make(chan struct{}, 1),
+			cancel: cancel, done: make(chan struct{}),
+		}
+		m.fetchers[leader] = f
+		go f.run(ctx)
+	}
+	f.mu.Lock()
+	f.parts[TP{p.Topic, p.ID}] = &fetchState{p: p, truncate: true}
+	f.mu.Unlock()
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (m *Manager) removeFromFetchers(tp TP) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for id, f := range m.fetchers {
+		f.mu.Lock()
+		delete(f.parts, tp)
+		empty := len(f.parts) == 0
+		f.mu.Unlock()
+		if empty {
+			delete(m.fetchers, id)
+			go f.stop()
+		}
+	}
+}
+
+func (f *fetcher) stop() {
+	f.cancel()
+	<-f.done
+	f.client.Close()
+}
+
+func (f *fetcher) snapshot() map[TP]*fetchState {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[TP]*fetchState, len(f.parts))
+	for k, v := range f.parts {
+		out[k] = v
+	}
+	return out
+}
+
+func (f *fetcher) run(ctx context.Context) {
+	defer close(f.done)
+	cfg := f.m.cfg.Fetch
+	for ctx.Err() == nil {
+		parts := f.snapshot()
+		if len(parts) == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-f.kick:
+				continue
+			}
+		}
+		if err := f.reconcile(ctx, parts); err != nil {
+			f.backoff(ctx, cfg.Backoff, err)
+			continue
+		}
+		if err := f.fetchOnce(ctx, parts); err != nil {
+			f.backoff(ctx, cfg.Backoff, err)
+		}
+	}
+}
+
+func (f *fetcher) backoff(ctx context.Context, d time.Duration, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	f.logger.Debug("replica fetch failed", "err", err)
+	if d <= 0 {
+		d = time.Second
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	case <-f.kick:
+	}
+}
+
+// reconcile truncates new followers to the point where their log agrees with the
+// leader's, using leader epochs (KIP-101, KIP-279).
+func (f *fetcher) reconcile(ctx context.Context, parts map[TP]*fetchState) error {
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.SetVersion(3)
+	req.ReplicaID = f.m.cfg.BrokerID
+	idx := map[string]int{}
+	need := map[TP]*fetchState{}
+	for tp, st := range parts {
+		if !st.truncate {
+			continue
+		}
+		need[tp] = st
+		i, ok := idx[tp.Topic]
+		if !ok {
+			t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+			t.Topic = tp.Topic
+			req.Topics = append(req.Topics, t)
+			i = len(req.Topics) - 1
+			idx[tp.Topic] = i
+		}
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition = tp.Partition
+		rp.CurrentLeaderEpoch = st.p.State().LeaderEpoch
+		rp.LeaderEpoch = st.p.log.LatestEpoch()
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	if len(need) == 0 {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	raw, err := f.client.Request(rctx, req)
+	if err != nil {
+		return err
+	}
+	resp := raw.(*kmsg.OffsetForLeaderEpochResponse)
+	for _, t := range resp.Topics {
+		for _, rp := range t.Partitions {
+			tp := TP{t.Topic, rp.Partition}
+			st, ok := need[tp]
+			if !ok {
+				continue
+			}
+			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+				f.logger.Debug("OffsetForLeaderEpoch refused", "partition", tp.String(), "err", err)
+				continue
+			}
+			l := st.p.log
+			target := l.HighWatermark()
+			if rp.EndOffset >= 0 {
+				target = rp.EndOffset
+				if rp.LeaderEpoch >= 0 && rp.LeaderEpoch < l.LatestEpoch() {
+					// The leader has not seen our latest epoch: keep only what agrees with
+					// the epoch it knows.
+					if _, ours := l.EndOffsetForEpoch(rp.LeaderEpoch); ours >= 0 {
+						target = min(target, ours)
+					}
+				}
+			}
+			if target < l.LogEndOffset() {
+				f.logger.Info("truncating follower log", "partition", tp.String(), "from", l.LogEndOffset(), "to", target)
+				if err := l.TruncateTo(target); err != nil {
+					return err
+				}
+			}
+			st.truncate = false
+		}
+	}
+	return nil
+}
+
+func (f *fetcher) fetchOnce(ctx context.Context, parts map[TP]*fetchState) error {
+	cfg := f.m.cfg.Fetch
+	req := kmsg.NewPtrFetchRequest()
+	req.SetVersion(11)
+	req.ReplicaID = f.m.cfg.BrokerID
+	req.MaxWaitMillis = int32(cfg.MaxWait / time.Millisecond)
+	req.MinBytes = 1
+	req.MaxBytes = cfg.MaxBytes
+	req.SessionEpoch = -1
+	idx := map[string]int{}
+	for tp, st := range parts {
+		if st.truncate {
+			continue
+		}
+		i, ok := idx[tp.Topic]
+		if !ok {
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic = tp.Topic
+			req.Topics = append(req.Topics, t)
+			i = len(req.Topics) - 1
+			idx[tp.Topic] = i
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = tp.Partition
+		rp.CurrentLeaderEpoch = st.p.State().LeaderEpoch
+		rp.FetchOffset = st.p.log.LogEndOffset()
+		rp.LogStartOffset = st.p.log.LogStartOffset()
+		rp.PartitionMaxBytes = cfg.PartitionMaxByte
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	if len(req.Topics) == 0 {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, cfg.MaxWait+30*time.Second)
+	defer cancel()
+	raw, err := f.client.Request(rctx, req)
+	if err != nil {
+		return err
+	}
+	resp := raw.(*kmsg.FetchResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return err
+	}
+	for _, t := range resp.Topics {
+		for _, rp := range t.Partitions {
+			tp := TP{t.Topic, rp.Partition}
+			st, ok := parts[tp]
+			if !ok {
+				continue
+			}
+			f.handlePartition(st, rp)
+		}
+	}
+	return nil
+}
+
+func (f *fetcher) handlePartition(st *fetchState, rp kmsg.FetchResponseTopicPartition) {
+	l := st.p.log
+	err := kerr.ErrorForCode(rp.ErrorCode)
+	switch {
+	case err == nil:
+		if len(rp.RecordBatches) > 0 {
+			if _, err := l.AppendAsFollower(rp.RecordBatches); err != nil {
+				f.logger.Error("appending fetched records", "topic", st.p.Topic, "partition", st.p.ID, "err", err)
+				st.truncate = true
+				return
+			}
+			st.p.replicaW.wakeAll()
+		}
+		if rp.LogStartOffset > l.LogStartOffset() {
+			if _, err := l.DeleteRecordsBefore(min(rp.LogStartOffset, l.LogEndOffset())); err != nil {
+				f.logger.Warn("following the leader's log start offset", "err", err)
+			}
+		}
+		hw := min(rp.HighWatermark, l.LogEndOffset())
+		if hw > l.HighWatermark() {
+			l.SetHighWatermark(hw)
+			st.p.consumerW.wakeAll()
+		}
+	case errors.Is(err, kerr.OffsetOutOfRange):
+		// Our LEO is outside the leader's log: below its start (retention) or above its end
+		// (it lost data we had, e.g. after an unclean election).
+		if rp.LogStartOffset > l.LogEndOffset() {
+			if err := l.TruncateFullyAndStartAt(rp.LogStartOffset); err != nil {
+				f.logger.Error("resetting follower log", "err", err)
+			}
+		} else {
+			st.truncate = true
+		}
+	default:
+		// NOT_LEADER, FENCED/UNKNOWN_LEADER_EPOCH...: wait for the controller's next word.
+		f.logger.Debug("fetch partition error", "topic", st.p.Topic, "partition", st.p.ID, "err", err)
+	}
+}

@@ -1,0 +1,415 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	klog "github.com/ktoolhq/ktool/broker/log"
+)
+
+// TP names a topic partition.
+type TP struct {
+	Topic     string
+	Partition int32
+}
+
+func (tp TP) String() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
+
+// IsrWriter persists a leader's ISR change (conditionally on st.ZkVersion) and
+// returns the new znode version; the controller learns of it through the store.
+type IsrWriter interface {
+	WriteIsr(ctx context.Context, tp TP, st State) (int32, error)
+}
+
+// Settings are what the manager needs per topic, resolved by the broker.
+type Settings struct {
+	Log    klog.Config
+	MinISR int
+}
+
+// Config configures a Manager.
+type Config struct {
+	BrokerID int32
+	LogDirs  []string
+	// TopicSettings resolves a topic's log and replication settings.
+	TopicSettings func(topic string) Settings
+	Isr           IsrWriter
+	// OnIsrChange is called after an ISR change this leader wrote (metrics).
+	OnIsrChange func(shrink bool)
+	Logger        *slog.Logger
+	// ReplicaLagMax is replica.lag.time.max.ms.
+	ReplicaLagMax time.Duration
+	Fetch         FetcherConfig
+}
+
+// Manager owns the partitions this broker hosts.
+type Manager struct {
+	cfg    Config
+	logger *slog.Logger
+
+	mu              sync.RWMutex
+	parts           map[TP]*Partition
+	controllerEpoch int32
+	fetchers        map[int32]*fetcher // by leader broker id
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// NewManager returns a Manager; call Load, then Start.
+func NewManager(cfg Config) *Manager {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ReplicaLagMax <= 0 {
+		cfg.ReplicaLagMax = 30 * time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Manager{
+		cfg: cfg, logger: cfg.Logger, parts: map[TP]*Partition{}, fetchers: map[int32]*fetcher{},
+		ctx: ctx, cancel: cancel,
+	}
+}
+
+// ParseDirName splits a partition directory name "<topic>-<partition>".
+func ParseDirName(name string) (TP, bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 {
+		return TP{}, false
+	}
+	p, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || p < 0 {
+		return TP{}, false
+	}
+	return TP{Topic: name[:i], Partition: int32(p)}, true
+}
+
+// Load opens (and recovers) every partition log found in the log directories.
+// Partitions start with no leadership until the controller says otherwise.
+func (m *Manager) Load() error {
+	for _, dir := range m.cfg.LogDirs {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return fmt.Errorf("reading log dir %s: %w", dir, err)
+		}
+		for _, e := range entries {
+			if !e.IsDir() {
+				continue
+			}
+			if strings.HasSuffix(e.Name(), "-delete") {
+				// A deletion interrupted by a crash: finish it.
+				if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+					m.logger.Warn("removing deleted partition dir", "dir", e.Name(), "err", err)
+				}
+				continue
+			}
+			tp, ok := ParseDirName(e.Name())
+			if !ok {
+				continue
+			}
+			if _, err := m.open(tp, filepath.Join(dir, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (m *Manager) open(tp TP, dir string) (*Partition, error) {
+	st := m.cfg.TopicSettings(tp.Topic)
+	l, err := klog.Open(dir, st.Log, m.logger.With("topic", tp.Topic, "partition", tp.Partition))
+	if err != nil {
+		return nil, fmt.Errorf("opening log of %s: %w", tp, err)
+	}
+	p := newPartition(tp.Topic, tp.Partition, m.cfg.BrokerID, l, m.logger)
+	p.SetLimits(st.MinISR, m.cfg.ReplicaLagMax)
+	m.mu.Lock()
+	m.parts[tp] = p
+	m.mu.Unlock()
+	return p, nil
+}
+
+// pickDir chooses the log dir holding the fewest partitions, as Kafka does.
+func (m *Manager) pickDir() string {
+	counts := map[string]int{}
+	for _, d := range m.cfg.LogDirs {
+		counts[d] = 0
+	}
+	m.mu.RLock()
+	for _, p := range m.parts {
+		counts[filepath.Dir(p.log.Dir())]++
+	}
+	m.mu.RUnlock()
+	best := m.cfg.LogDirs[0]
+	for _, d := range m.cfg.LogDirs {
+		if counts[d] < counts[best] {
+			best = d
+		}
+	}
+	return best
+}
+
+// Get returns a hosted partition, or nil.
+func (m *Manager) Get(tp TP) *Partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.parts[tp]
+}
+
+// Partitions returns all hosted partitions sorted by topic and partition.
+func (m *Manager) Partitions() []*Partition {
+	m.mu.RLock()
+	out := make([]*Partition, 0, len(m.parts))
+	for _, p := range m.parts {
+		out = append(out, p)
+	}
+	m.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+// ApplyTopicSettings re-resolves settings of a topic's partitions after a config change.
+func (m *Manager) ApplyTopicSettings(topic string) {
+	st := m.cfg.TopicSettings(topic)
+	for _, p := range m.Partitions() {
+		if p.Topic == topic {
+			p.log.SetConfig(st.Log)
+			p.SetLimits(st.MinISR, m.cfg.ReplicaLagMax)
+		}
+	}
+}
+
+// LeaderUpdate is one partition of a LeaderAndIsr request.
+type LeaderUpdate struct {
+	TP    TP
+	State State
+	IsNew bool
+}
+
+// Endpoint is where a leader listens.
+type Endpoint struct {
+	ID   int32
+	Addr string
+}
+
+// ErrStaleControllerEpoch is returned for requests of a fenced controller.
+var ErrStaleControllerEpoch = kerr.StaleControllerEpoch
+
+// CheckControllerEpoch fences requests from controllers older than the newest seen.
+func (m *Manager) CheckControllerEpoch(epoch int32) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if epoch < m.controllerEpoch {
+		return ErrStaleControllerEpoch
+	}
+	m.controllerEpoch = epoch
+	return nil
+}
+
+// ControllerEpoch is the newest controller epoch seen.
+func (m *Manager) ControllerEpoch() int32 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.controllerEpoch
+}
+
+// BecomeLeaderOrFollower applies a LeaderAndIsr request and returns an error per
+// partition (nil for success).
+func (m *Manager) BecomeLeaderOrFollower(controllerEpoch int32, updates []LeaderUpdate, leaders []Endpoint) (map[TP]error, error) {
+	if err := m.CheckControllerEpoch(controllerEpoch); err != nil {
+		return nil, err
+	}
+	addrs := map[int32]string{}
+	for _, e := range leaders {
+		addrs[e.ID] = e.Addr
+	}
+	errs := map[TP]error{}
+	for _, u := range updates {
+		if !slices.Contains(u.State.Replicas, m.cfg.BrokerID) {
+			errs[u.TP] = kerr.UnknownTopicOrPartition
+			continue
+		}
+		p := m.Get(u.TP)
+		if p == nil {
+			var err error
+			p, err = m.open(u.TP, filepath.Join(m.pickDir(), u.TP.String()))
+			if err != nil {
+				m.logger.Error("creating partition", "partition", u.TP.String(), "err", err)
+				errs[u.TP] = kerr.KafkaStorageError
+				continue
+			}
+		}
+		cur := p.State()
+		if cur.LeaderEpoch >= 0 && u.State.LeaderEpoch < cur.LeaderEpoch {
+			errs[u.TP] = kerr.StaleControllerEpoch
+			continue
+		}
+		if cur.LeaderEpoch == u.State.LeaderEpoch && cur.Leader == u.State.Leader && p.IsLeader() == (u.State.Leader == m.cfg.BrokerID) {
+			// Same epoch: only the ISR or AR may have changed (e.g. reassignment).
+			p.mu.Lock()
+			p.state.ISR, p.state.Replicas, p.state.ZkVersion = u.State.ISR, u.State.Replicas, u.State.ZkVersion
+			p.mu.Unlock()
+			errs[u.TP] = nil
+			continue
+		}
+		if u.State.Leader == m.cfg.BrokerID {
+			m.removeFromFetchers(u.TP)
+			p.makeLeader(u.State)
+			m.logger.Info("became leader", "topic", u.TP.Topic, "partition", u.TP.Partition,
+				"leader_epoch", u.State.LeaderEpoch, "isr", u.State.ISR)
+		} else {
+			m.removeFromFetchers(u.TP)
+			p.makeFollower(u.State)
+			if u.State.Leader >= 0 {
+				if addr, ok := addrs[u.State.Leader]; ok {
+					m.addToFetcher(u.State.Leader, addr, p)
+				} else {
+					m.logger.Warn("leader endpoint unknown; not fetching", "partition", u.TP.String(), "leader", u.State.Leader)
+				}
+			}
+			m.logger.Info("became follower", "topic", u.TP.Topic, "partition", u.TP.Partition,
+				"leader", u.State.Leader, "leader_epoch", u.State.LeaderEpoch)
+		}
+		errs[u.TP] = nil
+	}
+	return errs, nil
+}
+
+// StopReplica stops replicating tp and, with del, deletes its log.
+func (m *Manager) StopReplica(controllerEpoch int32, tp TP, del bool) error {
+	if err := m.CheckControllerEpoch(controllerEpoch); err != nil {
+		return err
+	}
+	m.removeFromFetchers(tp)
+	p := m.Get(tp)
+	if p == nil {
+		return nil
+	}
+	p.makeFollower(State{Leader: -1, LeaderEpoch: p.State().LeaderEpoch, Replicas: p.State().Replicas})
+	if !del {
+		return nil
+	}
+	m.mu.Lock()
+	delete(m.parts, tp)
+	m.mu.Unlock()
+	p.mu.Lock()
+	p.deleted = true
+	p.mu.Unlock()
+	if err := p.log.Delete(); err != nil {
+		return fmt.Errorf("deleting %s: %w", tp, err)
+	}
+	return nil
+}
+
+// Start runs the background work: ISR shrink checks, flushing, retention.
+func (m *Manager) Start(retentionEvery time.Duration) {
+	m.wg.Add(3)
+	go m.every(m.cfg.ReplicaLagMax/2, m.shrinkIsrs)
+	go m.every(time.Second, m.flush)
+	go m.every(retentionEvery, m.retention)
+}
+
+func (m *Manager) every(d time.Duration, f func()) {
+	defer m.wg.Done()
+	if d <= 0 {
+		d = time.Second
+	}
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+			f()
+		}
+	}
+}
+
+func (m *Manager) flush() {
+	for _, p := range m.Partitions() {
+		if err := p.log.MaybeFlush(); err != nil {
+			m.logger.Error("flush failed", "partition", p.Topic, "id", p.ID, "err", err)
+		}
+	}
+}
+
+func (m *Manager) retention() {
+	for _, p := range m.Partitions() {
+		if n, err := p.log.EnforceRetention(); err != nil {
+			m.logger.Error("retention failed", "partition", p.Topic, "id", p.ID, "err", err)
+		} else if n > 0 {
+			m.logger.Info("deleted segments by retention", "topic", p.Topic, "partition", p.ID, "segments", n)
+		}
+	}
+}
+
+func (m *Manager) shrinkIsrs() {
+	for _, p := range m.Partitions() {
+		if st := p.shrinkCandidate(); st != nil {
+			m.writeIsr(p, *st, "shrink")
+		}
+	}
+}
+
+// ExpandIsr writes an ISR expansion decided by ReadForFollower.
+func (m *Manager) ExpandIsr(p *Partition, st State) { m.writeIsr(p, st, "expand") }
+
+func (m *Manager) writeIsr(p *Partition, st State, why string) {
+	if m.cfg.Isr == nil {
+		p.isrWritten(st, false)
+		return
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
+	defer cancel()
+	v, err := m.cfg.Isr.WriteIsr(ctx, TP{p.Topic, p.ID}, st)
+	if err != nil {
+		m.logger.Warn("ISR update not written", "topic", p.Topic, "partition", p.ID, "change", why, "isr", st.ISR, "err", err)
+		p.isrWritten(st, false)
+		return
+	}
+	st.ZkVersion = v
+	if m.cfg.OnIsrChange != nil {
+		m.cfg.OnIsrChange(why == "shrink")
+	}
+	m.logger.Info("ISR changed", "topic", p.Topic, "partition", p.ID, "change", why, "isr", st.ISR)
+	p.isrWritten(st, true)
+}
+
+// Shutdown stops fetchers and background work and closes every log.
+func (m *Manager) Shutdown() error {
+	m.cancel()
+	m.mu.Lock()
+	fs := m.fetchers
+	m.fetchers = map[int32]*fetcher{}
+	m.mu.Unlock()
+	for _, f := range fs {
+		f.stop()
+	}
+	m.wg.Wait()
+	var errs []error
+	for _, p := range m.Partitions() {
+		if err := p.log.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,352 @@
+package replica
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	klog "github.com/ktoolhq/ktool/broker/log"
+)
+
+// State is a partition's leadership as the controller decided it.
+type State struct {
+	Leader          int32
+	LeaderEpoch     int32
+	ISR             []int32
+	Replicas        []int32 // AR, in preferred order
+	ZkVersion       int32   // version of the partition state znode
+	ControllerEpoch int32
+}
+
+// follower is what a leader knows of one follower.
+type follower struct {
+	leo               int64
+	lastCaughtUp      time.Time
+	lastFetch         time.Time
+	lastFetchLeaderLE int64 // the leader's LEO when the previous fetch arrived
+}
+
+// Partition is one replica of a topic partition on this broker.
+type Partition struct {
+	Topic string
+	ID    int32
+
+	self   int32
+	log    *klog.Log
+	logger *slog.Logger
+	now    func() time.Time
+
+	mu          sync.Mutex
+	state       State
+	leader      bool
+	epochStart  int64 // LEO when this broker became leader in the current epoch
+	followers   map[int32]*follower
+	minISR      int
+	lagMax      time.Duration
+	pendingIsr  bool
+	deleted     bool
+	consumerW   watchers // woken when the high watermark moves
+	replicaW    watchers // woken when the log end offset moves (followers' long polls)
+	isrChangedW watchers // woken when the ISR changes (acks=all waits)
+}
+
+func newPartition(topic string, id int32, self int32, l *klog.Log, logger *slog.Logger) *Partition {
+	return &Partition{
+		Topic: topic, ID: id, self: self, log: l, now: time.Now,
+		logger:    logger.With("topic", topic, "partition", id),
+		followers: map[int32]*follower{},
+		minISR:    1,
+		lagMax:    30 * time.Second,
+		state:     State{Leader: -1, LeaderEpoch: -1},
+	}
+}
+
+// Log is the partition's log.
+func (p *Partition) Log() *klog.Log { return p.log }
+
+// State returns the current leadership state.
+func (p *Partition) State() State {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.state
+	st.ISR = slices.Clone(st.ISR)
+	st.Replicas = slices.Clone(st.Replicas)
+	return st
+}
+
+// IsLeader reports whether this broker leads the partition.
+func (p *Partition) IsLeader() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.leader
+}
+
+// SetLimits applies min.insync.replicas and replica.lag.time.max.ms.
+func (p *Partition) SetLimits(minISR int, lagMax time.Duration) {
+	p.mu.Lock()
+	p.minISR, p.lagMax = minISR, lagMax
+	p.mu.Unlock()
+}
+
+// HighWatermark is the offset below which records are committed.
+func (p *Partition) HighWatermark() int64 { return p.log.HighWatermark() }
+
+// makeLeader applies a LeaderAndIsr that names this broker leader.
+func (p *Partition) makeLeader(st State) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	newEpoch := !p.leader || st.LeaderEpoch != p.state.LeaderEpoch
+	p.state = st
+	p.leader = true
+	if newEpoch {
+		leo := p.log.LogEndOffset()
+		p.epochStart = leo
+		p.log.AssignEpochStart(st.LeaderEpoch, leo)
+		now := p.now()
+		p.followers = map[int32]*follower{}
+		for _, r := range st.Replicas {
+			if r == p.self {
+				continue
+			}
+			// Followers in the ISR count as caught up now, so they get replica.lag.time.max.ms
+			// to fetch from the new leader before being dropped.
+			f := &follower{leo: -1}
+			if slices.Contains(st.ISR, r) {
+				f.lastCaughtUp = now
+			}
+			p.followers[r] = f
+		}
+	}
+	p.maybeAdvanceHWLocked()
+	p.consumerW.wakeAll()
+	p.replicaW.wakeAll()
+	p.isrChangedW.wakeAll()
+}
+
+// makeFollower applies a LeaderAndIsr that names another broker leader.
+func (p *Partition) makeFollower(st State) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.state = st
+	p.leader = false
+	p.followers = map[int32]*follower{}
+	p.consumerW.wakeAll()
+	p.replicaW.wakeAll()
+	p.isrChangedW.wakeAll()
+}
+
+// checkEpoch validates a client's current_leader_epoch (KIP-320); -1 skips the check.
+func (p *Partition) checkEpochLocked(epoch int32) error {
+	switch {
+	case epoch < 0:
+		return nil
+	case epoch < p.state.LeaderEpoch:
+		return kerr.FencedLeaderEpoch
+	case epoch > p.state.LeaderEpoch:
+		return kerr.UnknownLeaderEpoch
+	}
+	return nil
+}
+
+// AppendAsLeader appends a produce request's records. acks=-1 is refused up front
+// when the ISR is smaller than min.insync.replicas.
+func (p *Partition) AppendAsLeader(records []byte, acks int16) (klog.AppendResult, error) {
+	p.mu.Lock()
+	if !p.leader {
+		p.mu.Unlock()
+		return klog.AppendResult{}, kerr.NotLeaderForPartition
+	}
+	if acks == -1 && len(p.state.ISR) < p.minISR {
+		p.mu.Unlock()
+		return klog.AppendResult{}, kerr.NotEnoughReplicas
+	}
+	epoch := p.state.LeaderEpoch
+	res, err := p.log.AppendAsLeader(records, epoch)
+	if err != nil {
+		p.mu.Unlock()
+		return res, err
+	}
+	if !res.Duplicate {
+		p.maybeAdvanceHWLocked()
+	}
+	p.mu.Unlock()
+	p.replicaW.wakeAll()
+	return res, nil
+}
+
+// WaitReplicated blocks until the high watermark passes offset (acks=all), the
+// partition loses leadership, or ctx ends. It answers NOT_ENOUGH_REPLICAS_AFTER_APPEND
+// when the ISR shrank below min.insync.replicas while waiting.
+func (p *Partition) WaitReplicated(ctx context.Context, offset int64) error {
+	w := NewWaiter()
+	for {
+		p.mu.Lock()
+		leader, isr, minISR := p.leader, len(p.state.ISR), p.minISR
+		p.consumerW.add(w)
+		p.isrChangedW.add(w)
+		p.mu.Unlock()
+		if !leader {
+			return kerr.NotLeaderForPartition
+		}
+		if p.log.HighWatermark() > offset {
+			if isr < minISR {
+				return kerr.NotEnoughReplicasAfterAppend
+			}
+			return nil
+		}
+		select {
+		case <-w.C:
+		case <-ctx.Done():
+			return kerr.RequestTimedOut
+		}
+	}
+}
+
+// maybeAdvanceHWLocked moves the high watermark to the smallest LEO in the ISR.
+func (p *Partition) maybeAdvanceHWLocked() {
+	if !p.leader {
+		return
+	}
+	hw := p.log.LogEndOffset()
+	for _, r := range p.state.ISR {
+		if r == p.self {
+			continue
+		}
+		f, ok := p.followers[r]
+		if !ok || f.leo < 0 {
+			// A follower we have not heard from in this epoch holds the HW where it is.
+			return
+		}
+		hw = min(hw, f.leo)
+	}
+	if hw > p.log.HighWatermark() {
+		p.log.SetHighWatermark(hw)
+		p.consumerW.wakeAll()
+	}
+}
+
+// WatchHW registers w to be woken when the high watermark moves.
+func (p *Partition) WatchHW(w *Waiter) { p.consumerW.add(w) }
+
+// WatchLEO registers w to be woken when the log end offset moves.
+func (p *Partition) WatchLEO(w *Waiter) { p.replicaW.add(w) }
+
+// ReadInfo is what a fetch needs besides the records.
+type ReadInfo struct {
+	HighWatermark  int64
+	LogStartOffset int64
+	LogEndOffset   int64
+}
+
+// ReadForConsumer reads committed records (below the high watermark) at offset.
+func (p *Partition) ReadForConsumer(offset int64, maxBytes int32, currentEpoch int32, minOne bool) (klog.Region, ReadInfo, error) {
+	p.mu.Lock()
+	if !p.leader {
+		p.mu.Unlock()
+		return klog.Region{}, ReadInfo{}, kerr.NotLeaderForPartition
+	}
+	if err := p.checkEpochLocked(currentEpoch); err != nil {
+		p.mu.Unlock()
+		return klog.Region{}, ReadInfo{}, err
+	}
+	p.mu.Unlock()
+	info := ReadInfo{HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
+	if offset > info.HighWatermark && offset <= info.LogEndOffset {
+		// Uncommitted but existing: nothing to return yet, not out of range.
+		return klog.Region{}, info, nil
+	}
+	r, err := p.log.Read(offset, maxBytes, info.HighWatermark, minOne)
+	return r, info, err
+}
+
+// ReadForFollower serves a follower's fetch: it records the follower's position,
+// may advance the high watermark and expand the ISR, and reads up to the LEO.
+func (p *Partition) ReadForFollower(replica int32, offset int64, maxBytes int32, currentEpoch int32, minOne bool) (klog.Region, ReadInfo, *State, error) {
+	p.mu.Lock()
+	if !p.leader {
+		p.mu.Unlock()
+		return klog.Region{}, ReadInfo{}, nil, kerr.NotLeaderForPartition
+	}
+	if err := p.checkEpochLocked(currentEpoch); err != nil {
+		p.mu.Unlock()
+		return klog.Region{}, ReadInfo{}, nil, err
+	}
+	f, ok := p.followers[replica]
+	if !ok {
+		p.mu.Unlock()
+		return klog.Region{}, ReadInfo{}, nil, kerr.NotLeaderForPartition
+	}
+	now := p.now()
+	leo := p.log.LogEndOffset()
+	if offset <= leo {
+		f.leo = offset
+		if offset >= leo {
+			f.lastCaughtUp = now
+		} else if offset >= f.lastFetchLeaderLE && !f.lastFetch.IsZero() {
+			f.lastCaughtUp = f.lastFetch
+		}
+	}
+	f.lastFetch, f.lastFetchLeaderLE = now, leo
+	var expand *State
+	if !slices.Contains(p.state.ISR, replica) && !p.pendingIsr &&
+		f.leo >= p.log.HighWatermark() && f.leo >= p.epochStart {
+		st := p.state
+		st.ISR = append(slices.Clone(p.state.ISR), replica)
+		slices.Sort(st.ISR)
+		expand = &st
+		p.pendingIsr = true
+	}
+	p.maybeAdvanceHWLocked()
+	p.mu.Unlock()
+	info := ReadInfo{HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: leo}
+	r, err := p.log.Read(offset, maxBytes, leo, minOne)
+	return r, info, expand, err
+}
+
+// shrinkCandidate returns the ISR without followers that have not caught up within
+// replica.lag.time.max.ms, or nil when nothing changes.
+func (p *Partition) shrinkCandidate() *State {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.leader || p.pendingIsr {
+		return nil
+	}
+	now := p.now()
+	var keep []int32
+	for _, r := range p.state.ISR {
+		if r == p.self {
+			keep = append(keep, r)
+			continue
+		}
+		f, ok := p.followers[r]
+		if ok && now.Sub(f.lastCaughtUp) <= p.lagMax {
+			keep = append(keep, r)
+		}
+	}
+	if len(keep) == len(p.state.ISR) {
+		return nil
+	}
+	st := p.state
+	st.ISR = keep
+	p.pendingIsr = true
+	return &st
+}
+
+// isrWritten applies an ISR change that was written to the store (ok) or clears
+// the pending flag after a failed write.
+func (p *Partition) isrWritten(st State, ok bool) {
+	p.mu.Lock()
+	p.pendingIsr = false
+	if ok && p.leader && st.LeaderEpoch == p.state.LeaderEpoch {
+		p.state.ISR = st.ISR
+		p.state.ZkVersion = st.ZkVersion
+		p.maybeAdvanceHWLocked()
+	}
+	p.mu.Unlock()
+	p.isrChangedW.wakeAll()
+	p.consumerW.wakeAll()
+}
