@@ -1,0 +1,339 @@
+package consume
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ktoolhq/ktool/tools/cmdutil"
+)
+
+// Options are the inputs of `ktool consume`.
+type Options struct {
+	Factory *cmdutil.Factory
+
+	Topic      string
+	Offset     string
+	Partitions []int32
+	Count      int
+	Group      string
+	Assignor   string
+	Format     string
+	ExitAtEnd  bool
+}
+
+// NewCommand returns `ktool consume`.
+func NewCommand(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{Factory: f}
+	cmd := &cobra.Command{
+		Use:   "consume TOPIC",
+		Short: "Print records of a topic (kcat-style -f formats)",
+		Long: `Print records of TOPIC to standard output, one formatted record at a time.
+
+--offset: beginning, end, N (an absolute offset), -N (N records before the
+end of each partition) or @MS (the first record at or after epoch milliseconds
+MS). With --group the committed offsets win and --offset applies where the
+group has none.
+
+-f format (kcat's): %t topic, %p partition, %o offset, %k key, %s value,
+%T timestamp (ms), %h headers (k=v,k=v), %K key length, %S value length,
+%% a percent sign; \n \t escapes. Default "%s\n".`,
+		Example: `  ktool consume orders -e
+  ktool consume orders --offset -10 -f '%p@%o %k=%s\n'
+  ktool consume orders --group audit --assignor cooperative-sticky
+  ktool consume orders --offset @1700000000000 -c 1`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Topic = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return run(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&opts.Offset, "offset", "o", "beginning", "where to start: beginning, end, N, -N or @timestamp-ms")
+	fl.Int32SliceVarP(&opts.Partitions, "partition", "p", nil, "only these partitions (repeatable or comma-separated)")
+	fl.IntVarP(&opts.Count, "count", "c", 0, "exit after this many records (0: no limit)")
+	fl.StringVarP(&opts.Group, "group", "g", "", "consume as a member of this consumer group, committing offsets")
+	fl.StringVar(&opts.Assignor, "assignor", "range", "group partition assignor: range, roundrobin, sticky or cooperative-sticky")
+	fl.StringVarP(&opts.Format, "format", "f", `%s\n`, "output format (see above)")
+	fl.BoolVarP(&opts.ExitAtEnd, "exit", "e", false, "exit when every partition has been read to its end")
+	return cmd
+}
+
+// Balancer maps an --assignor name to a group balancer. It is the one place
+// that chooses assignors, so that it can move to the plugin catalog.
+func Balancer(name string) (kgo.GroupBalancer, error) {
+	switch strings.ToLower(name) {
+	case "range":
+		return kgo.RangeBalancer(), nil
+	case "roundrobin", "round-robin":
+		return kgo.RoundRobinBalancer(), nil
+	case "sticky":
+		return kgo.StickyBalancer(), nil
+	case "cooperative-sticky":
+		return kgo.CooperativeStickyBalancer(), nil
+	}
+	return nil, cmdutil.Usagef("--assignor %q: want range, roundrobin, sticky or cooperative-sticky", name)
+}
+
+type prepared struct {
+	spec   OffsetSpec
+	format Format
+	bal    kgo.GroupBalancer
+}
+
+func (o *Options) prepare() (prepared, error) {
+	var p prepared
+	var err error
+	if p.spec, err = ParseOffset(o.Offset); err != nil {
+		return p, cmdutil.UsageError(err)
+	}
+	if p.format, err = ParseFormat(o.Format); err != nil {
+		return p, cmdutil.UsageError(err)
+	}
+	if o.Count < 0 {
+		return p, cmdutil.Usagef("--count must not be negative")
+	}
+	if o.Group != "" {
+		if len(o.Partitions) > 0 {
+			return p, cmdutil.Usagef("--partition cannot be used with --group: the group assigns partitions")
+		}
+		if p.bal, err = Balancer(o.Assignor); err != nil {
+			return p, err
+		}
+	}
+	for _, pt := range o.Partitions {
+		if pt < 0 {
+			return p, cmdutil.Usagef("--partition %d: partitions are numbered from 0", pt)
+		}
+	}
+	return p, nil
+}
+
+// positions are where reading starts and where the end was when it started.
+type positions struct {
+	next map[int32]int64
+	end  map[int32]int64
+}
+
+// plan lists the partitions, their ends and the start positions the spec
+// (and, for a group, the committed offsets) give.
+func (o *Options) plan(ctx context.Context, spec OffsetSpec) (positions, error) {
+	adm, err := o.Factory.Admin()
+	if err != nil {
+		return positions{}, err
+	}
+	defer adm.Close()
+	rctx, cancel := o.Factory.RequestContext(ctx)
+	defer cancel()
+	m, err := cmdutil.Metadata(rctx, adm, o.Topic)
+	if err != nil {
+		return positions{}, o.Factory.ClusterError("reading metadata of "+o.Topic, err)
+	}
+	td := m.Topics[o.Topic]
+	if errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+		return positions{}, fmt.Errorf("topic %q does not exist (see `ktool topic list`)", o.Topic)
+	}
+	if td.Err != nil {
+		return positions{}, fmt.Errorf("topic %q: %w", o.Topic, td.Err)
+	}
+	parts := o.Partitions
+	if len(parts) == 0 {
+		parts = td.Partitions.Numbers()
+	}
+	for _, p := range parts {
+		if _, ok := td.Partitions[p]; !ok {
+			return positions{}, cmdutil.Usagef("topic %q has no partition %d (it has %d)", o.Topic, p, len(td.Partitions))
+		}
+	}
+	starts, err := adm.ListStartOffsets(rctx, o.Topic)
+	if err != nil {
+		return positions{}, o.Factory.ClusterError("listing start offsets", err)
+	}
+	ends, err := adm.ListEndOffsets(rctx, o.Topic)
+	if err != nil {
+		return positions{}, o.Factory.ClusterError("listing end offsets", err)
+	}
+	var atTime kadm.ListedOffsets
+	if spec.Kind == "timestamp" {
+		if atTime, err = adm.ListOffsetsAfterMilli(rctx, spec.Value, o.Topic); err != nil {
+			return positions{}, o.Factory.ClusterError("listing offsets by time", err)
+		}
+	}
+	var committed kadm.OffsetResponses
+	if o.Group != "" {
+		// A group that never committed may not exist yet.
+		committed, err = adm.FetchOffsetsForTopics(rctx, o.Group, o.Topic)
+		if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+			return positions{}, o.Factory.ClusterError("reading the committed offsets of group "+o.Group, err)
+		}
+	}
+	pos := positions{next: map[int32]int64{}, end: map[int32]int64{}}
+	for _, p := range parts {
+		s, _ := starts.Lookup(o.Topic, p)
+		e, _ := ends.Lookup(o.Topic, p)
+		if s.Err != nil || e.Err != nil {
+			return positions{}, fmt.Errorf("partition %d of %q has no readable offsets: %w", p, o.Topic, errors.Join(s.Err, e.Err))
+		}
+		t := int64(-1)
+		if lo, ok := atTime.Lookup(o.Topic, p); ok && lo.Err == nil {
+			t = lo.Offset
+		}
+		pos.end[p] = e.Offset
+		pos.next[p] = spec.Resolve(s.Offset, e.Offset, t)
+		if c, ok := committed.Lookup(o.Topic, p); ok && c.Err == nil && c.At >= 0 {
+			pos.next[p] = c.At
+		}
+	}
+	return pos, nil
+}
+
+func run(ctx context.Context, o *Options) error {
+	prep, err := o.prepare()
+	if err != nil {
+		return err
+	}
+	pos, err := o.plan(ctx, prep.spec)
+	if err != nil {
+		return err
+	}
+
+	var mu sync.Mutex
+	assigned := map[int32]bool{}
+	var opts []kgo.Opt
+	if o.Group != "" {
+		opts = append(opts,
+			kgo.ConsumerGroup(o.Group), kgo.ConsumeTopics(o.Topic), kgo.Balancers(prep.bal),
+			// Only printed records are committed: -c may stop mid-batch.
+			kgo.AutoCommitMarks(),
+			kgo.ConsumeResetOffset(prep.spec.Reset()),
+			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, p := range m[o.Topic] {
+					assigned[p] = true
+				}
+			}),
+			kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, p := range m[o.Topic] {
+					delete(assigned, p)
+				}
+			}),
+		)
+	} else {
+		offsets := map[int32]kgo.Offset{}
+		for p, at := range pos.next {
+			offsets[p] = kgo.NewOffset().At(at)
+			assigned[p] = true
+		}
+		opts = append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{o.Topic: offsets}))
+	}
+	// atEnd reports whether every partition being read has reached the end
+	// it had when reading began.
+	atEnd := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(assigned) == 0 {
+			return false
+		}
+		for p := range assigned {
+			if pos.next[p] < pos.end[p] {
+				return false
+			}
+		}
+		return true
+	}
+
+	if o.ExitAtEnd && o.Group == "" && atEnd() {
+		return nil
+	}
+	cl, err := o.Factory.Client(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if o.Group != "" {
+		defer func() {
+			cctx, cancel := o.Factory.RequestContext(context.WithoutCancel(ctx))
+			defer cancel()
+			if err := cl.CommitMarkedOffsets(cctx); err != nil {
+				fmt.Fprintf(o.Factory.IO.ErrOut, "Warning: committing offsets of group %s: %v\n", o.Group, err)
+			}
+		}()
+	}
+
+	w := bufio.NewWriterSize(o.Factory.IO.Out, 1<<16)
+	buf := make([]byte, 0, 4096)
+	seen := 0
+	lastErr := ""
+	for {
+		fetches := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return quiet(w.Flush())
+		}
+		var fatal error
+		fetches.EachError(func(t string, p int32, err error) {
+			if errors.Is(err, kgo.ErrClientClosed) || errors.Is(err, context.Canceled) {
+				fatal = err
+				return
+			}
+			if msg := err.Error(); msg != lastErr {
+				fmt.Fprintf(o.Factory.IO.ErrOut, "Warning: reading %s-%d: %v\n", t, p, err)
+				lastErr = msg
+			}
+		})
+		if fatal != nil {
+			return quiet(w.Flush())
+		}
+		stop := false
+		fetches.EachRecord(func(r *kgo.Record) {
+			if stop {
+				return
+			}
+			buf = prep.format.Append(buf[:0], r)
+			if _, err := w.Write(buf); err != nil {
+				stop = true
+				return
+			}
+			if o.Group != "" {
+				cl.MarkCommitRecords(r)
+			}
+			mu.Lock()
+			if r.Offset+1 > pos.next[r.Partition] {
+				pos.next[r.Partition] = r.Offset + 1
+			}
+			mu.Unlock()
+			seen++
+			if o.Count > 0 && seen >= o.Count {
+				stop = true
+			}
+		})
+		if err := w.Flush(); err != nil {
+			return quiet(err)
+		}
+		if stop || (o.ExitAtEnd && atEnd()) {
+			return nil
+		}
+	}
+}
+
+// quiet ends a pipeline whose reader went away (`| head`) without an error.
+func quiet(err error) error {
+	if errors.Is(err, syscall.EPIPE) {
+		return nil
+	}
+	return err
+}
