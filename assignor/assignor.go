@@ -17,7 +17,8 @@ type Member struct {
 }
 
 // Assignment maps member ID -> topic -> partitions (sorted ascending). Every
-// member of the input has an entry, empty if it was given nothing.
+// member of the input has an entry, an empty map if it was given nothing;
+// a topic a member gets no partition of is absent from its map.
 type Assignment map[string]map[string][]int32
 
 // Assignor decides which member of a consumer group consumes which partition.

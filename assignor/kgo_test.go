@@ -332,3 +332,20 @@ func (stranger) UserData(map[string][]int32, int32) []byte { return nil }
 func (stranger) Assign([]assignor.Member, map[string]int32) (assignor.Assignment, error) {
 	return assignor.Assignment{"zed": {"t": {0}}}, nil
 }
+
+func FuzzDecodeMember(f *testing.F) {
+	f.Add(assignor.Balancer(assignor.CooperativeSticky()).JoinGroupMetadata([]string{"t0"}, map[string][]int32{"t0": {1}}, 3))
+	f.Add(assignor.Balancer(assignor.Sticky()).JoinGroupMetadata([]string{"t0"}, map[string][]int32{"t0": {1}}, 3))
+	f.Add([]byte{0, 1, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := assignor.DecodeMember("m", "", b)
+		if err != nil {
+			return
+		}
+		for _, a := range assignor.Builtins() {
+			if _, err := a.Assign([]assignor.Member{m}, map[string]int32{"t0": 4}); err != nil {
+				t.Fatalf("%s: %v", a.Name(), err)
+			}
+		}
+	})
+}
