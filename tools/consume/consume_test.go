@@ -22,7 +22,7 @@ func TestParseFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &kgo.Record{Topic: "t", Partition: 2, Offset: 7, Key: []byte("k"), Value: []byte("vv"),
-		Headers: []kgo.RecordHeader{{Key: "a", Value: []byte("1")}, {Key: "b", Value: []byte("2")}},
+		Headers:   []kgo.RecordHeader{{Key: "a", Value: []byte("1")}, {Key: "b", Value: []byte("2")}},
 		Timestamp: time.UnixMilli(1700000000123)}
 	if got, want := string(f.Append(nil, r)), "t/2@7 k=vv [a=1,b=2] 1 2 1700000000123%\t\n"; got != want {
 		t.Errorf("got %q, want %q", got, want)
