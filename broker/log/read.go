@@ -3,6 +3,7 @@ package log
 import (
 	"fmt"
 	"os"
+	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -54,13 +55,13 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 			return Region{}, nil
 		}
 		s := l.segs[i]
-		start := lookupPosition(s.idx, offset-s.base)
-		size := s.size
-		files := s.files
+		// Appends never write below an index slice's length and truncation
+		// gives the segment a new array, so idx may be searched unlocked.
+		idx, base, size, files := s.idx, s.base, s.size, s.files
 		files.acquire()
 		l.mu.Unlock()
 
-		r, found, err := readSegment(files, start, size, offset, maxBytes, maxOffset, minOneBatch)
+		r, found, err := readSegment(files, idx, base, size, offset, maxBytes, maxOffset, minOneBatch)
 		if err != nil || found {
 			return r, err
 		}
@@ -72,10 +73,10 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 // and extends the region while the limits allow. It owns one reference to
 // files, which it hands to the returned region or releases, except when it
 // reports not found (the caller releases then).
-func readSegment(files *segFiles, start, size, offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (Region, bool, error) {
+func readSegment(files *segFiles, idx []offsetEntry, base, size, offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (Region, bool, error) {
 	f := files.log
 	var hb [BatchHeaderSize]byte
-	pos := start
+	pos := lookupPosition(idx, offset-base)
 	for {
 		if pos >= size {
 			return Region{}, false, nil
@@ -91,6 +92,16 @@ func readSegment(files *segFiles, start, size, offset int64, maxBytes int32, max
 		pos += h.Size()
 	}
 	begin, end := pos, pos
+	// Index entries are batch boundaries: skip to the last one that keeps the
+	// region within maxBytes and whose batch (hence every batch before it)
+	// starts below maxOffset, and read headers only after it.
+	j := sort.Search(len(idx), func(i int) bool { return int64(idx[i].pos) > begin+int64(maxBytes) }) - 1
+	for j >= 0 && base+int64(idx[j].rel) >= maxOffset {
+		j--
+	}
+	if j >= 0 && int64(idx[j].pos) > begin {
+		end = int64(idx[j].pos)
+	}
 	for end < size {
 		base, bsize, err := readOffsetAndLength(f, end)
 		if err != nil {

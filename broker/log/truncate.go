@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -109,6 +110,9 @@ func (l *Log) cutSegment(s *segment, pos, next int64) error {
 	if err != nil {
 		return err
 	}
+	// Clipped, so later appends get a new array and readers holding the
+	// old slices keep seeing what they saw.
+	idx, tidx = slices.Clip(idx), slices.Clip(tidx)
 	update := func() {
 		s.idx, s.tidx = idx, tidx
 		s.size, s.next = pos, next
