@@ -1,0 +1,249 @@
+package logdump_test
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ktoolhq/ktool/plugins"
+	"github.com/ktoolhq/ktool/plugins/codec"
+	"github.com/ktoolhq/ktool/tools/cmdutil"
+	"github.com/ktoolhq/ktool/tools/logdump"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// Started as `__plugin serve KIND NAME`, the test binary serves a built-in
+// codec, as the ktool binary does for `--records`.
+func TestMain(m *testing.M) {
+	if len(os.Args) == 5 && os.Args[1] == plugins.ServeCommand && os.Args[2] == "serve" {
+		if err := plugins.ServeBuiltin(os.Args[3], os.Args[4], "test"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+type rec struct {
+	key, value []byte
+	tsDelta    int64
+	headers    []kmsg.Header
+}
+
+// batch writes a magic v2 record batch by hand: records in Kafka's format,
+// the records section compressed with c (nil: none), the CRC32C last.
+func batch(t *testing.T, base int64, attrs int16, firstTS, maxTS, pid int64, epoch int16, seq int32, c codec.Codec, recs ...rec) []byte {
+	t.Helper()
+	var section []byte
+	for i, r := range recs {
+		kr := kmsg.Record{TimestampDelta64: r.tsDelta, OffsetDelta: int32(i), Key: r.key, Value: r.value, Headers: r.headers}
+		kr.Length = int32(len(kr.AppendTo(nil)) - 1)
+		section = kr.AppendTo(section)
+	}
+	if c != nil {
+		out, err := c.Compress(context.Background(), [][]byte{section})
+		if err != nil {
+			t.Fatal(err)
+		}
+		section = out[0]
+		attrs |= int16(c.ID())
+	}
+	b := (&kmsg.RecordBatch{
+		FirstOffset: base, PartitionLeaderEpoch: 7, Magic: 2, Attributes: attrs,
+		LastOffsetDelta: int32(len(recs) - 1), FirstTimestamp: firstTS, MaxTimestamp: maxTS,
+		ProducerID: pid, ProducerEpoch: epoch, FirstSequence: seq, NumRecords: int32(len(recs)), Records: section,
+	}).AppendTo(nil)
+	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
+}
+
+// writeSegment writes a segment at base offset 100 with three batches
+// (uncompressed, gzip, zstd) and the indexes Kafka would write for it.
+func writeSegment(t *testing.T) (dir string, positions []int64) {
+	t.Helper()
+	dir = t.TempDir()
+	const ts = 1_700_000_000_000
+	a := batch(t, 100, 0, ts, ts+20, 4242, 3, 0, nil,
+		rec{key: []byte("order-1"), value: []byte(`{"total":12.5}`), headers: []kmsg.Header{{Key: "trace", Value: []byte("abc")}}},
+		rec{key: nil, value: []byte{0x00, 0xff, 0x10}, tsDelta: 20},
+		rec{key: []byte("order-2"), value: nil, tsDelta: 5},
+	)
+	b := batch(t, 103, 0x10, ts+30, ts+31, 4242, 3, 3, codec.NewGzip(),
+		rec{key: []byte("k"), value: []byte("line one\nline two")},
+		rec{key: []byte("k"), value: []byte(""), tsDelta: 1},
+	)
+	c := batch(t, 105, 0, ts+25, ts+25, -1, -1, -1, codec.NewZstd(),
+		rec{key: []byte("late"), value: []byte("arrives with an older timestamp")},
+	)
+	log := append(append(append([]byte(nil), a...), b...), c...)
+	positions = []int64{0, int64(len(a)), int64(len(a) + len(b))}
+	index := make([]byte, 0, 16)
+	for _, e := range [][2]uint32{{2, 0}, {4, uint32(positions[1])}} {
+		index = binary.BigEndian.AppendUint32(index, e[0])
+		index = binary.BigEndian.AppendUint32(index, e[1])
+	}
+	var timeIndex []byte
+	for _, e := range []struct {
+		ts  int64
+		rel uint32
+	}{{ts + 20, 2}, {ts + 31, 4}} {
+		timeIndex = binary.BigEndian.AppendUint64(timeIndex, uint64(e.ts))
+		timeIndex = binary.BigEndian.AppendUint32(timeIndex, e.rel)
+	}
+	for name, data := range map[string][]byte{"log": log, "index": index, "timeindex": timeIndex} {
+		if err := os.WriteFile(filepath.Join(dir, "00000000000000000100."+name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, positions
+}
+
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	ios, _, out, errOut := cmdutil.Test()
+	cmd := logdump.NewCommand(cmdutil.NewFactory(ios, cmdutil.BuildInfo{}))
+	cmd.SetArgs(append([]string{"dump"}, args...))
+	cmd.SetOut(out)
+	cmd.SetErr(errOut)
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s:\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+func TestDumpGolden(t *testing.T) {
+	dir, _ := writeSegment(t)
+	seg := filepath.Join(dir, "00000000000000000100")
+	out, err := run(t, "--records", "--verify-index", "--plugin-dir", t.TempDir(), seg+".log", seg+".index", seg+".timeindex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "segment.golden", strings.ReplaceAll(out, dir, "DIR"))
+
+	out, err = run(t, seg+".log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "segment-headers.golden", strings.ReplaceAll(out, dir, "DIR"))
+}
+
+func TestDumpJSON(t *testing.T) {
+	dir, positions := writeSegment(t)
+	seg := filepath.Join(dir, "00000000000000000100")
+	out, err := run(t, "--records", "--plugin-dir", t.TempDir(), "-o", "json", seg+".log", seg+".timeindex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dumps []logdump.FileDump
+	if err := json.Unmarshal([]byte(out), &dumps); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(dumps) != 2 || len(dumps[0].Batches) != 3 || len(dumps[1].TimeIndex) != 2 {
+		t.Fatalf("dumps: %+v", dumps)
+	}
+	b := dumps[0].Batches[1]
+	if b.Codec != "gzip" || !b.Transactional || b.Position != positions[1] || !b.CRCValid || b.LastOffset != 104 || b.BaseSequence != 3 {
+		t.Errorf("gzip batch: %+v", b)
+	}
+	r := dumps[0].Batches[0].Records[1]
+	if !r.Key.Null || r.Value.Hex != "00ff10" || r.Offset != 101 || r.Timestamp != 1_700_000_000_020 {
+		t.Errorf("binary record: %+v", r)
+	}
+	if v := dumps[0].Batches[2].Records[0].Value.Text; v != "arrives with an older timestamp" {
+		t.Errorf("zstd record value %q", v)
+	}
+}
+
+func TestVerifyIndexFindsMismatches(t *testing.T) {
+	dir, positions := writeSegment(t)
+	seg := filepath.Join(dir, "00000000000000000100")
+	// Point the second offset index entry into the middle of a batch and
+	// give the second time index entry a timestamp no batch has.
+	idx, _ := os.ReadFile(seg + ".index")
+	binary.BigEndian.PutUint32(idx[12:], uint32(positions[1]+5))
+	tidx, _ := os.ReadFile(seg + ".timeindex")
+	binary.BigEndian.PutUint64(tidx[12:], 1_700_000_000_099)
+	if err := os.WriteFile(seg+".index", idx, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(seg+".timeindex", tidx, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "--verify-index", seg+".log")
+	var ee *cmdutil.ExitErr
+	if !errors.As(err, &ee) || ee.Code != cmdutil.ExitProblems {
+		t.Fatalf("err = %v, want exit %d", err, cmdutil.ExitProblems)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("offset index: index entry 1 (offset 104) points at position %d, which is not the start of a batch", positions[1]+5),
+		"time index: time index entry 1 says timestamp 1700000000099 for offset 104, but that batch's max timestamp is 1700000000031",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "Index check: ok") {
+		t.Errorf("reported ok:\n%s", out)
+	}
+}
+
+func TestTornAndCorruptSegment(t *testing.T) {
+	dir, positions := writeSegment(t)
+	seg := filepath.Join(dir, "00000000000000000100.log")
+	data, _ := os.ReadFile(seg)
+	data[positions[1]+40] ^= 0x01 // inside the gzip batch's header, under the CRC
+	data = data[:len(data)-3]     // and tear the last batch
+	if err := os.WriteFile(seg, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, seg)
+	var ee *cmdutil.ExitErr
+	if !errors.As(err, &ee) || ee.Code != cmdutil.ExitProblems {
+		t.Fatalf("err = %v, want exit %d", err, cmdutil.ExitProblems)
+	}
+	for _, want := range []string{"crcValid: false", "Problem: batch at offset 103 (position " + fmt.Sprint(positions[1]) + "): CRC mismatch", "Problem: torn tail: batch at position " + fmt.Sprint(positions[2])} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestBadPaths(t *testing.T) {
+	var ee *cmdutil.ExitErr
+	for _, p := range []string{"segment.txt", "abc.log", "noext"} {
+		if _, err := run(t, p); !errors.As(err, &ee) || ee.Code != cmdutil.ExitUsage {
+			t.Errorf("%s: err = %v, want a usage error", p, err)
+		}
+	}
+	if _, err := run(t, filepath.Join(t.TempDir(), "00000000000000000000.log")); err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("missing file: err = %v", err)
+	}
+}

@@ -1,0 +1,63 @@
+package logdump
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// writeText prints dumps in kafka-dump-log.sh's spirit: one line per batch
+// or index entry, records under their batch prefixed with "|".
+func writeText(out io.Writer, dumps []FileDump) error {
+	w := bufio.NewWriter(out)
+	for i, d := range dumps {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "Dumping %s\n", d.Path)
+		fmt.Fprintf(w, "Starting offset: %d\n", d.BaseOffset)
+		for _, b := range d.Batches {
+			fmt.Fprintf(w, "baseOffset: %d lastOffset: %d count: %d codec: %s producerId: %d producerEpoch: %d baseSequence: %d partitionLeaderEpoch: %d isTransactional: %t isControl: %t %s: %d maxTimestamp: %d position: %d size: %d crc: %d crcValid: %t\n",
+				b.BaseOffset, b.LastOffset, b.Count, b.Codec, b.ProducerID, b.ProducerEpoch, b.BaseSequence,
+				b.PartitionLeaderEpoch, b.Transactional, b.Control, b.TimestampType, b.CreateTimestamp, b.MaxTimestamp,
+				b.Position, b.Size, b.CRC, b.CRCValid)
+			for _, r := range b.Records {
+				fmt.Fprintf(w, "| offset: %d %s: %d key: %s value: %s", r.Offset, b.TimestampType, r.Timestamp, show(r.Key), show(r.Value))
+				if len(r.Headers) > 0 {
+					hs := make([]string, len(r.Headers))
+					for i, h := range r.Headers {
+						hs[i] = strconv.Quote(h.Key) + "=" + show(h.Value)
+					}
+					fmt.Fprintf(w, " headers: [%s]", strings.Join(hs, " "))
+				}
+				fmt.Fprintln(w)
+			}
+		}
+		for _, e := range d.Index {
+			fmt.Fprintf(w, "offset: %d position: %d\n", e.Offset, e.Position)
+		}
+		for _, e := range d.TimeIndex {
+			fmt.Fprintf(w, "timestamp: %d offset: %d\n", e.Timestamp, e.Offset)
+		}
+		for _, p := range d.Problems {
+			fmt.Fprintf(w, "Problem: %s\n", p)
+		}
+		if d.IndexChecked && len(d.Problems) == 0 {
+			fmt.Fprintln(w, "Index check: ok")
+		}
+	}
+	return w.Flush()
+}
+
+// show renders a key, value or header value: quoted text, 0x-prefixed hex, or null.
+func show(b Bytes) string {
+	switch {
+	case b.Null:
+		return "null"
+	case b.Hex != "":
+		return "0x" + b.Hex
+	}
+	return strconv.Quote(b.Text)
+}

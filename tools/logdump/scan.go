@@ -1,0 +1,246 @@
+package logdump
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ktoolhq/ktool/plugins/codec"
+)
+
+// File kinds, by extension.
+const (
+	kindLog       = "log"
+	kindIndex     = "index"
+	kindTimeIndex = "timeindex"
+)
+
+const (
+	indexEntrySize     = 8
+	timeIndexEntrySize = 12
+	// maxBatchSize bounds one batch read into memory; a larger length field
+	// means the file is corrupt there.
+	maxBatchSize = 1 << 30
+	// prefixSize is what a batch's length and magic take to read: base
+	// offset, length, leader epoch, magic.
+	prefixSize = 17
+)
+
+// parseName splits a segment file name into its kind and base offset.
+func parseName(path string) (kind string, base int64, err error) {
+	name := filepath.Base(path)
+	stem, ext, ok := strings.Cut(name, ".")
+	if !ok {
+		return "", 0, fmt.Errorf("%s: not a segment file (want NNNNNNNNNNNNNNNNNNNN.log, .index or .timeindex)", path)
+	}
+	switch ext {
+	case kindLog, kindIndex, kindTimeIndex:
+	default:
+		return "", 0, fmt.Errorf("%s: unknown file type .%s (want .log, .index or .timeindex)", path, ext)
+	}
+	base, err = strconv.ParseInt(stem, 10, 64)
+	if err != nil || base < 0 {
+		return "", 0, fmt.Errorf("%s: file name must be the segment's base offset (like 00000000000000000000.%s)", path, ext)
+	}
+	return ext, base, nil
+}
+
+// sibling is the path of the segment's file of another kind.
+func sibling(path, kind string) string {
+	dir, name := filepath.Split(path)
+	stem, _, _ := strings.Cut(name, ".")
+	return filepath.Join(dir, stem+"."+kind)
+}
+
+// scanLog reads a segment batch by batch, never the whole file at once.
+// With lookup set it decodes every record, decompressing through it.
+func scanLog(ctx context.Context, path string, base int64, lookup func(int8) (codec.Codec, error)) (FileDump, error) {
+	d := FileDump{Path: path, Kind: kindLog, BaseOffset: base}
+	f, err := os.Open(path)
+	if err != nil {
+		return d, err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	var pos int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return d, err
+		}
+		prefix := make([]byte, prefixSize)
+		n, err := io.ReadFull(r, prefix)
+		if errors.Is(err, io.EOF) {
+			return d, nil
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			d.Problems = append(d.Problems, fmt.Sprintf("torn tail: %d bytes at position %d, too few for a batch header", n, pos))
+			return d, nil
+		}
+		if err != nil {
+			return d, err
+		}
+		length := int32(binary.BigEndian.Uint32(prefix[8:]))
+		size := int64(length) + 12
+		if length < codec.BatchHeaderSize-12 || size > maxBatchSize {
+			d.Problems = append(d.Problems, fmt.Sprintf("corrupt batch at position %d: length %d", pos, length))
+			return d, nil
+		}
+		batch := make([]byte, size)
+		copy(batch, prefix)
+		if n, err := io.ReadFull(r, batch[prefixSize:]); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				d.Problems = append(d.Problems, fmt.Sprintf("torn tail: batch at position %d has %d of its %d bytes", pos, prefixSize+n, size))
+				return d, nil
+			}
+			return d, err
+		}
+		if magic := int8(prefix[16]); magic != 2 {
+			d.Problems = append(d.Problems, fmt.Sprintf("message set at position %d has magic %d; only magic 2 batches are shown", pos, magic))
+			pos += size
+			continue
+		}
+		h, err := codec.ParseBatchHeader(batch)
+		if err != nil {
+			d.Problems = append(d.Problems, fmt.Sprintf("batch at position %d: %v", pos, err))
+			return d, nil
+		}
+		b := batchOf(h, pos, codec.CRCValid(batch))
+		if !b.CRCValid {
+			d.Problems = append(d.Problems, fmt.Sprintf("batch at offset %d (position %d): CRC mismatch", h.BaseOffset, pos))
+		}
+		if lookup != nil {
+			recs, err := decodeRecords(ctx, batch, h, lookup)
+			if err != nil {
+				d.Problems = append(d.Problems, fmt.Sprintf("batch at offset %d (position %d): records: %v", h.BaseOffset, pos, err))
+			}
+			b.Records = recs
+		}
+		d.Batches = append(d.Batches, b)
+		pos += size
+	}
+}
+
+func batchOf(h codec.BatchHeader, pos int64, crcValid bool) Batch {
+	tsType := "CreateTime"
+	if h.LogAppendTime() {
+		tsType = "LogAppendTime"
+	}
+	return Batch{
+		BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(), Count: h.NumRecords, Codec: codec.NameForID(h.CodecID()),
+		ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, BaseSequence: h.BaseSequence,
+		PartitionLeaderEpoch: h.PartitionLeaderEpoch, Transactional: h.Transactional(), Control: h.Control(),
+		TimestampType: tsType, CreateTimestamp: h.FirstTimestamp, MaxTimestamp: h.MaxTimestamp,
+		Position: pos, Size: h.Size(), CRC: h.CRC, CRCValid: crcValid,
+	}
+}
+
+func decodeRecords(ctx context.Context, batch []byte, h codec.BatchHeader, lookup func(int8) (codec.Codec, error)) ([]Record, error) {
+	_, section, err := codec.DecompressBatch(ctx, batch, lookup)
+	if err != nil {
+		return nil, err
+	}
+	raws, err := codec.SplitRecords(section)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Record, 0, len(raws))
+	for _, raw := range raws {
+		var kr kmsg.Record
+		if err := kr.ReadFrom(raw); err != nil {
+			return out, fmt.Errorf("record %d: %w", len(out), err)
+		}
+		r := Record{
+			Offset: h.BaseOffset + int64(kr.OffsetDelta), Timestamp: h.FirstTimestamp + kr.TimestampDelta64,
+			Key: bytesOf(kr.Key), Value: bytesOf(kr.Value),
+		}
+		if h.LogAppendTime() {
+			r.Timestamp = h.MaxTimestamp
+		}
+		for _, hd := range kr.Headers {
+			r.Headers = append(r.Headers, Header{Key: hd.Key, Value: bytesOf(hd.Value)})
+		}
+		out = append(out, r)
+	}
+	if len(out) != int(h.NumRecords) {
+		return out, fmt.Errorf("holds %d records, header says %d", len(out), h.NumRecords)
+	}
+	return out, nil
+}
+
+// bytesOf shows b as text when it is valid UTF-8 with only printable
+// characters (and ordinary whitespace), else as hex.
+func bytesOf(b []byte) Bytes {
+	if b == nil {
+		return Bytes{Null: true}
+	}
+	if utf8.Valid(b) && printable(string(b)) {
+		return Bytes{Text: string(b), Size: len(b)}
+	}
+	return Bytes{Hex: hex.EncodeToString(b), Size: len(b)}
+}
+
+func printable(s string) bool {
+	for _, r := range s {
+		if !unicode.IsPrint(r) && r != '\t' && r != '\n' && r != '\r' {
+			return false
+		}
+	}
+	return true
+}
+
+// readIndex reads an offset index. Kafka preallocates the active segment's
+// index and fills it with zeros; an all-zero entry after the first ends it.
+func readIndex(path string, base int64) ([]IndexEntry, []string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	var problems []string
+	if rem := len(b) % indexEntrySize; rem != 0 {
+		problems = append(problems, fmt.Sprintf("%d stray bytes at the end (entries are %d bytes)", rem, indexEntrySize))
+	}
+	var out []IndexEntry
+	for i := 0; i+indexEntrySize <= len(b); i += indexEntrySize {
+		rel := binary.BigEndian.Uint32(b[i:])
+		pos := binary.BigEndian.Uint32(b[i+4:])
+		if i > 0 && rel == 0 && pos == 0 {
+			break
+		}
+		out = append(out, IndexEntry{Offset: base + int64(rel), Position: int64(pos)})
+	}
+	return out, problems, nil
+}
+
+// readTimeIndex reads a time index, stopping at zero padding like readIndex.
+func readTimeIndex(path string, base int64) ([]TimeIndexEntry, []string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	var problems []string
+	if rem := len(b) % timeIndexEntrySize; rem != 0 {
+		problems = append(problems, fmt.Sprintf("%d stray bytes at the end (entries are %d bytes)", rem, timeIndexEntrySize))
+	}
+	var out []TimeIndexEntry
+	for i := 0; i+timeIndexEntrySize <= len(b); i += timeIndexEntrySize {
+		ts := int64(binary.BigEndian.Uint64(b[i:]))
+		rel := binary.BigEndian.Uint32(b[i+8:])
+		if i > 0 && ts == 0 && rel == 0 {
+			break
+		}
+		out = append(out, TimeIndexEntry{Timestamp: ts, Offset: base + int64(rel)})
+	}
+	return out, problems, nil
+}
