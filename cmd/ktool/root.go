@@ -5,9 +5,11 @@ import (
 
 	"github.com/ktoolhq/ktool/tools/cluster"
 	"github.com/ktoolhq/ktool/tools/cmdutil"
+	"github.com/ktoolhq/ktool/tools/consume"
 	"github.com/ktoolhq/ktool/tools/controller"
 	"github.com/ktoolhq/ktool/tools/election"
 	"github.com/ktoolhq/ktool/tools/perf"
+	"github.com/ktoolhq/ktool/tools/produce"
 	plugincmd "github.com/ktoolhq/ktool/tools/plugin"
 	"github.com/ktoolhq/ktool/tools/topic"
 	versioncmd "github.com/ktoolhq/ktool/tools/version"
@@ -33,12 +35,15 @@ groups, console produce and consume, and performance tests.`,
 
 	root.AddCommand(
 		versioncmd.NewCommand(f),
+		newBrokerCommand(f),
 		perf.NewCommand(f),
 		topic.NewCommand(f),
 		cluster.NewCommand(f),
 		election.NewCommand(f, nil),
 		controller.NewCommand(f, nil),
 		zk.NewCommand(f),
+		produce.NewCommand(f, nil),
+		consume.NewCommand(f, nil),
 		plugincmd.NewCommand(f),
 		plugincmd.NewServeCommand(f),
 	)
