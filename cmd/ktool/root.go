@@ -8,6 +8,7 @@ import (
 	"github.com/ktoolhq/ktool/tools/consume"
 	"github.com/ktoolhq/ktool/tools/controller"
 	"github.com/ktoolhq/ktool/tools/election"
+	"github.com/ktoolhq/ktool/tools/logdump"
 	"github.com/ktoolhq/ktool/tools/perf"
 	"github.com/ktoolhq/ktool/tools/produce"
 	plugincmd "github.com/ktoolhq/ktool/tools/plugin"
@@ -46,6 +47,7 @@ groups, console produce and consume, and performance tests.`,
 		consume.NewCommand(f, nil),
 		plugincmd.NewCommand(f),
 		plugincmd.NewServeCommand(f),
+		logdump.NewCommand(f),
 	)
 	return root
 }
