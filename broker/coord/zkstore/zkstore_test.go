@@ -230,6 +230,7 @@ func TestChroot(t *testing.T) {
 }
 
 func TestUnreachable(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -280,5 +281,50 @@ func TestParseConnect(t *testing.T) {
 	}
 	if _, err := NewConnector("h:1", 0, nil); err == nil {
 		t.Error("accepted a zero session timeout")
+	}
+}
+
+// A ZooKeeper restart within the session timeout keeps the session: calls
+// fail with ErrConnectionLoss meanwhile, then work again, and ephemerals
+// survive.
+func TestServerRestartKeepsSession(t *testing.T) {
+	srv := zktest.Start(t)
+	c, err := NewConnector(srv.Addr(), 20*zktest.TickTime, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := c.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Create(ctx, "/eph", []byte("x"), coord.Ephemeral); err != nil {
+		t.Fatal(err)
+	}
+	srv.Kill()
+	if _, _, err := s.Get(ctx, "/eph"); !errors.Is(err, coord.ErrConnectionLoss) {
+		t.Fatalf("get while ZooKeeper is down: %v", err)
+	}
+	srv.Restart()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		ok, st, err := s.Exists(ctx, "/eph")
+		if err == nil {
+			if !ok || st.EphemeralOwner != s.SessionID() {
+				t.Fatalf("ephemeral after restart: %v %+v", ok, st)
+			}
+			break
+		}
+		if !errors.Is(err, coord.ErrConnectionLoss) || time.Now().After(deadline) {
+			t.Fatalf("after restart: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	select {
+	case <-s.Expired():
+		t.Fatal("session expired across a quick restart")
+	default:
 	}
 }
