@@ -52,6 +52,11 @@ func ByName(name string) (Assignor, bool) {
 	return nil, false
 }
 
+// MaxPartitions bounds the partitions one assignment covers, so that a
+// corrupt partition count is an error rather than an allocation that takes
+// the process down. Kafka clusters hold far fewer.
+const MaxPartitions = 10_000_000
+
 // group is the validated, ordered view of an Assign call shared by all
 // assignors.
 type group struct {
@@ -107,8 +112,13 @@ func newGroup(members []Member, partitions map[string]int32) (*group, error) {
 		}
 	}
 	g.topics = make([]string, 0, len(g.subscribers))
+	var total int64
 	for t := range g.subscribers {
 		g.topics = append(g.topics, t)
+		total += int64(partitions[t])
+	}
+	if total > MaxPartitions {
+		return nil, fmt.Errorf("the group subscribes to %d partitions, more than the %d an assignment may hold", total, MaxPartitions)
 	}
 	slices.SortFunc(g.topics, javaCompare)
 	return g, nil

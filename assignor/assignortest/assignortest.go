@@ -2,6 +2,7 @@ package assignortest
 
 import (
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"testing"
@@ -88,6 +89,10 @@ func checkInvalid(t *testing.T, a assignor.Assignor) {
 		"negative partition count": {[]assignor.Member{member("c0", "t0")}, map[string]int32{"t0": -1}},
 		"duplicate member ID":      {[]assignor.Member{member("c0", "t0"), member("c0", "t0")}, map[string]int32{"t0": 2}},
 		"empty member ID":          {[]assignor.Member{member("", "t0")}, map[string]int32{"t0": 2}},
+		"absurd partition counts": {
+			[]assignor.Member{member("c0", "t0", "t1")},
+			map[string]int32{"t0": math.MaxInt32, "t1": math.MaxInt32},
+		},
 	}
 	for name, c := range cases {
 		if _, err := a.Assign(c.members, c.partitions); err == nil {
