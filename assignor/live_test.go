@@ -66,10 +66,24 @@ func (o *ownership) owners() map[int]int {
 	return out
 }
 
-// Three consumers using our Range through the kgo adapter and one using
-// kgo's own RangeBalancer share a group on a kfake broker and consume every
-// record of a six-partition topic.
-func TestLiveGroupMixedRangeBalancers(t *testing.T) {
+// Three consumers using our assignor through the kgo adapter and one using
+// kgo's own balancer of the same protocol share a group on a kfake broker
+// and consume every record of a six-partition topic, no partition ever
+// owned by two consumers at once.
+func TestLiveGroupMixedBalancers(t *testing.T) {
+	for _, c := range []struct {
+		ours   assignor.Assignor
+		theirs kgo.GroupBalancer
+	}{
+		{assignor.Range(), kgo.RangeBalancer()},
+		{assignor.Sticky(), kgo.StickyBalancer()},
+		{assignor.CooperativeSticky(), kgo.CooperativeStickyBalancer()},
+	} {
+		t.Run(c.ours.Name(), func(t *testing.T) { liveGroup(t, c.ours, c.theirs) })
+	}
+}
+
+func liveGroup(t *testing.T, ours assignor.Assignor, theirs kgo.GroupBalancer) {
 	const (
 		topic      = "orders"
 		partitions = 6
@@ -124,9 +138,9 @@ func TestLiveGroupMixedRangeBalancers(t *testing.T) {
 	// Consumers join one at a time, each join a rebalance that moves
 	// partitions from the members already there to the newcomer.
 	for i := range consumers {
-		var balancer kgo.GroupBalancer = leaderCounter{assignor.Balancer(assignor.Range()), &ourLeads}
+		var balancer kgo.GroupBalancer = leaderCounter{assignor.Balancer(ours), &ourLeads}
 		if i == consumers-1 {
-			balancer = kgo.RangeBalancer()
+			balancer = theirs
 		}
 		cl, err := kgo.NewClient(seeds,
 			kgo.ConsumerGroup("mixed"),
