@@ -12,6 +12,7 @@ import (
 	"github.com/ktoolhq/ktool/tools/perf"
 	plugincmd "github.com/ktoolhq/ktool/tools/plugin"
 	"github.com/ktoolhq/ktool/tools/produce"
+	"github.com/ktoolhq/ktool/tools/profile"
 	"github.com/ktoolhq/ktool/tools/topic"
 	versioncmd "github.com/ktoolhq/ktool/tools/version"
 	"github.com/ktoolhq/ktool/tools/zk"
@@ -44,6 +45,7 @@ groups, console produce and consume, and performance tests.`,
 		zk.NewCommand(f),
 		produce.NewCommand(f, nil),
 		consume.NewCommand(f, nil),
+		profile.NewCommand(f),
 		plugincmd.NewCommand(f),
 		plugincmd.NewServeCommand(f),
 		logdump.NewCommand(f),
