@@ -335,11 +335,11 @@ func writePlan(w io.Writer, plan Plan) error {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Leader imbalance per broker (preferred partitions it does not lead):")
-	it := cmdutil.NewTable(w, "Broker", "Preferred", "Not led now", "Now %", "Not led after", "After %")
+	it := cmdutil.NewTable(w, "Broker", "Preferred", "Not led now", "Imbalance now", "Not led after", "Imbalance after")
 	for _, b := range plan.Imbalance {
 		if err := it.Append([]string{strconv.Itoa(int(b.Broker)), strconv.Itoa(b.Preferred),
-			strconv.Itoa(b.NotLedBefore), strconv.FormatFloat(b.BeforePercent, 'f', 1, 64),
-			strconv.Itoa(b.NotLedAfter), strconv.FormatFloat(b.AfterPercent, 'f', 1, 64)}); err != nil {
+			strconv.Itoa(b.NotLedBefore), strconv.FormatFloat(b.BeforePercent, 'f', 1, 64) + "%",
+			strconv.Itoa(b.NotLedAfter), strconv.FormatFloat(b.AfterPercent, 'f', 1, 64) + "%"}); err != nil {
 			return err
 		}
 	}
