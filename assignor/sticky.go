@@ -65,17 +65,17 @@ func (s stickyAssignor) claims(m *Member) (map[string][]int32, int32) {
 		}
 		return owned, gen
 	}
+	if len(owned) > 0 && gen >= 0 {
+		return owned, gen
+	}
 	ud, udGen, err := DecodeStickyUserData(m.UserData)
-	if len(owned) == 0 {
-		if err != nil {
-			return nil, -1
-		}
+	switch {
+	case err != nil:
+		return owned, gen
+	case len(owned) == 0:
 		return ud, udGen
 	}
-	if gen < 0 && err == nil {
-		gen = udGen
-	}
-	return owned, gen
+	return owned, udGen
 }
 
 func (s stickyAssignor) Assign(members []Member, partitions map[string]int32) (Assignment, error) {
