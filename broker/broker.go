@@ -63,6 +63,7 @@ type Broker struct {
 	ctrl     *controllerRunner
 	codecs   CodecSource
 	tcfg     topicConfigs
+	pids     producerIDs
 
 	fetchMaxBytes int32
 
@@ -84,10 +85,10 @@ func New(opts Options) (*Broker, error) {
 	}
 	b := &Broker{
 		cfg: opts.Config, opts: opts, logger: opts.Logger,
-		id:    int32(opts.Config.Int("broker.id")),
-		meta:  newMetaCache(),
-		ready: make(chan struct{}),
-		codecs: opts.Codecs,
+		id:            int32(opts.Config.Int("broker.id")),
+		meta:          newMetaCache(),
+		ready:         make(chan struct{}),
+		codecs:        opts.Codecs,
 		fetchMaxBytes: 55 << 20,
 	}
 	b.metrics = newMetrics(b)

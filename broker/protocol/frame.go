@@ -24,9 +24,6 @@ func ReadFrame(r io.Reader, maxSize int32) ([]byte, error) {
 	if n < 0 || n > maxSize {
 		return nil, fmt.Errorf("%w: %d bytes (limit %d)", ErrFrameTooLarge, n, maxSize)
 	}
-	if n < 8 {
-		return nil, fmt.Errorf("request frame of %d bytes is shorter than a request header", n)
-	}
 	buf := make([]byte, n)
 	if _, err := io.ReadFull(r, buf); err != nil {
 		return nil, err

@@ -38,9 +38,9 @@ type Observer func(h Header, queue, total time.Duration, bytesOut int64)
 // Server accepts connections and runs the per-connection loops.
 type Server struct {
 	Handler        Handler
-	MaxRequestSize int32                                 // socket.request.max.bytes
+	MaxRequestSize int32                                   // socket.request.max.bytes
 	APIKeys        func() []kmsg.ApiVersionsResponseApiKey // for ApiVersions' unsupported-version answer
-	MaxInFlight    int                                   // responses queued per connection
+	MaxInFlight    int                                     // responses queued per connection
 	Logger         *slog.Logger
 	Observe        Observer
 
@@ -312,4 +312,10 @@ func (c *Conn) writeLoop() {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// Close closes the connection; queued responses are dropped.
+func (c *Conn) Close() {
+	c.cancel()
+	c.nc.Close()
 }

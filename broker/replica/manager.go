@@ -48,7 +48,7 @@ type Config struct {
 	Isr           IsrWriter
 	// OnIsrChange is called after an ISR change this leader wrote (metrics).
 	OnIsrChange func(shrink bool)
-	Logger        *slog.Logger
+	Logger      *slog.Logger
 	// ReplicaLagMax is replica.lag.time.max.ms.
 	ReplicaLagMax time.Duration
 	Fetch         FetcherConfig

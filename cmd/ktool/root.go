@@ -37,6 +37,7 @@ groups, console produce and consume, and performance tests.`,
 
 	root.AddCommand(
 		versioncmd.NewCommand(f),
+		newBrokerCommand(f),
 		perf.NewCommand(f),
 		topic.NewCommand(f),
 		cluster.NewCommand(f),

@@ -1,0 +1,132 @@
+package broker
+
+// CreateTopics, key 19, v0-v7.
+//
+// Any broker takes the request: it validates names, partition counts, replication
+// factors (above the live broker count is INVALID_REPLICATION_FACTOR), explicit
+// replica assignments and configs, writes the topic to the coordination store as
+// Kafka's admin client does, and waits (up to timeout_ms) until the controller has
+// elected leaders for every partition. validate_only checks without creating.
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ktoolhq/ktool/broker/config"
+	"github.com/ktoolhq/ktool/broker/protocol"
+)
+
+func init() { register(19, 0, 7, handleCreateTopics) }
+
+func handleCreateTopics(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
+	req := r.(*kmsg.CreateTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+	go func() {
+		ctx, cancel := context.WithTimeout(rc.ctx, max(adminTimeout(req.TimeoutMillis), 1))
+		defer cancel()
+		seen := map[string]int{}
+		for _, t := range req.Topics {
+			seen[t.Topic]++
+		}
+		var created []string
+		for _, t := range req.Topics {
+			rt := kmsg.NewCreateTopicsResponseTopic()
+			rt.Topic = t.Topic
+			rt.NumPartitions, rt.ReplicationFactor = -1, -1
+			spec := topicSpec{Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor, Configs: map[string]string{}}
+			for _, c := range t.Configs {
+				if c.Value != nil {
+					spec.Configs[c.Name] = *c.Value
+				}
+			}
+			if len(t.ReplicaAssignment) > 0 {
+				spec.Assignment = map[int32][]int32{}
+				for _, a := range t.ReplicaAssignment {
+					spec.Assignment[a.Partition] = a.Replicas
+				}
+			}
+			var err error
+			switch {
+			case seen[t.Topic] > 1:
+				err = kerr.InvalidRequest
+			case t.Topic == offsetsTopic:
+				err = kerr.InvalidRequest
+			default:
+				err = b.planTopic(&spec)
+				if err == nil && !req.ValidateOnly {
+					err = b.writeTopic(ctx, spec)
+				}
+			}
+			if err != nil {
+				rt.ErrorCode = errorCode(err)
+				msg := err.Error()
+				rt.ErrorMessage = &msg
+			} else {
+				rt.NumPartitions = int32(len(spec.Assignment))
+				rt.ReplicationFactor = int16(len(spec.Assignment[0]))
+				if req.GetVersion() >= 5 {
+					rt.Configs = describeTopicConfigsForCreate(b, spec.Configs)
+				}
+				if !req.ValidateOnly {
+					created = append(created, t.Topic)
+				}
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		if len(created) > 0 {
+			if err := b.waitTopics(ctx, created, false); err != nil {
+				// Kafka answers REQUEST_TIMED_OUT for topics still being created; they
+				// will finish in the background.
+				for i := range resp.Topics {
+					if resp.Topics[i].ErrorCode == 0 && contains(created, resp.Topics[i].Topic) && !errors.Is(ctx.Err(), context.Canceled) {
+						if _, parts, _, ok := b.meta.topic(resp.Topics[i].Topic); !ok || anyLeaderless(parts) {
+							resp.Topics[i].ErrorCode = kerr.RequestTimedOut.Code
+						}
+					}
+				}
+			}
+			for i := range resp.Topics {
+				if _, _, id, ok := b.meta.topic(resp.Topics[i].Topic); ok {
+					resp.Topics[i].TopicID = id
+				}
+			}
+		}
+		respond(protocol.Response{Msg: resp})
+	}()
+}
+
+func anyLeaderless(parts map[int32]partitionMeta) bool {
+	for _, p := range parts {
+		if p.Leader < 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func contains(xs []string, x string) bool {
+	for _, s := range xs {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
+
+// describeTopicConfigsForCreate lists a new topic's resolved configs (v5+).
+func describeTopicConfigsForCreate(b *Broker, overrides map[string]string) []kmsg.CreateTopicsResponseTopicConfig {
+	var out []kmsg.CreateTopicsResponseTopicConfig
+	for _, d := range config.TopicDefs {
+		v, _ := b.cfg.TopicValue(d.Name, overrides)
+		c := kmsg.NewCreateTopicsResponseTopicConfig()
+		c.Name = d.Name
+		val := v.Value
+		c.Value = &val
+		c.Source = int8(v.Source)
+		out = append(out, c)
+	}
+	return out
+}

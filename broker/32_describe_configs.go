@@ -1,0 +1,104 @@
+package broker
+
+// DescribeConfigs, key 32, v0-v4.
+//
+// Topic configs (overrides from /config/topics, then the broker settings they
+// fall back to, then defaults) and broker settings (dynamic per broker, dynamic
+// cluster default, static, default), with sources, synonyms (v1+), types and
+// documentation (v3+), under Kafka's names.
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ktoolhq/ktool/broker/config"
+	"github.com/ktoolhq/ktool/broker/protocol"
+)
+
+func init() { register(32, 0, 4, handleDescribeConfigs) }
+
+const (
+	resourceTopic  = kmsg.ConfigResourceTypeTopic
+	resourceBroker = kmsg.ConfigResourceTypeBroker
+)
+
+func handleDescribeConfigs(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
+	req := r.(*kmsg.DescribeConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	for _, res := range req.Resources {
+		out := kmsg.NewDescribeConfigsResponseResource()
+		out.ResourceType, out.ResourceName = res.ResourceType, res.ResourceName
+		want := func(name string) bool {
+			if res.ConfigNames == nil {
+				return true
+			}
+			return contains(res.ConfigNames, name)
+		}
+		add := func(d config.Def, v config.Value, syn []config.Value) {
+			c := kmsg.NewDescribeConfigsResponseResourceConfig()
+			c.Name = d.Name
+			if !v.Null {
+				val := v.Value
+				c.Value = &val
+			}
+			c.Source = kmsg.ConfigSource(v.Source)
+			c.IsDefault = v.Source == config.SourceDefault
+			c.IsSensitive = d.Type == config.Password
+			c.ReadOnly = res.ResourceType == resourceBroker && !d.Dynamic
+			c.ConfigType = kmsg.ConfigType(d.Type)
+			if req.IncludeDocumentation && d.Doc != "" {
+				doc := d.Doc
+				c.Documentation = &doc
+			}
+			if req.IncludeSynonyms {
+				for _, s := range syn {
+					cs := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+					cs.Name = s.Name
+					sv := s.Value
+					cs.Value = &sv
+					cs.Source = kmsg.ConfigSource(s.Source)
+					c.ConfigSynonyms = append(c.ConfigSynonyms, cs)
+				}
+			}
+			out.Configs = append(out.Configs, c)
+		}
+		switch res.ResourceType {
+		case resourceTopic:
+			if _, _, _, ok := b.meta.topic(res.ResourceName); !ok {
+				out.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				break
+			}
+			overrides := b.topicOverrides(res.ResourceName)
+			for _, d := range config.TopicDefs {
+				if !want(d.Name) {
+					continue
+				}
+				v, syn := b.cfg.TopicValue(d.Name, overrides)
+				add(d, v, syn)
+			}
+		case resourceBroker:
+			if res.ResourceName != "" && res.ResourceName != strconv.Itoa(int(b.id)) {
+				out.ErrorCode = kerr.InvalidRequest.Code
+				msg := fmt.Sprintf("broker %d cannot describe the configs of broker %s; send the request to that broker", b.id, res.ResourceName)
+				out.ErrorMessage = &msg
+				break
+			}
+			for _, d := range config.BrokerDefs {
+				if !want(d.Name) {
+					continue
+				}
+				v := b.cfg.Get(d.Name)
+				add(d, v, []config.Value{v})
+			}
+		default:
+			out.ErrorCode = kerr.InvalidRequest.Code
+			msg := fmt.Sprintf("resource type %d is not supported", res.ResourceType)
+			out.ErrorMessage = &msg
+		}
+		resp.Resources = append(resp.Resources, out)
+	}
+	respond(protocol.Response{Msg: resp})
+}

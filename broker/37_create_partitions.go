@@ -1,0 +1,121 @@
+package broker
+
+// CreatePartitions, key 37, v0-v3.
+//
+// Adds partitions to topics: the new partitions get replicas by Kafka's
+// assignment (continuing the existing spread) or an explicit assignment; the
+// topic's znode is rewritten conditionally and the controller elects leaders.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ktoolhq/ktool/broker/controller"
+	"github.com/ktoolhq/ktool/broker/coord"
+	"github.com/ktoolhq/ktool/broker/coord/zkdata"
+	"github.com/ktoolhq/ktool/broker/protocol"
+)
+
+func init() { register(37, 0, 3, handleCreatePartitions) }
+
+func handleCreatePartitions(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
+	req := r.(*kmsg.CreatePartitionsRequest)
+	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	go func() {
+		ctx, cancel := context.WithTimeout(rc.ctx, max(adminTimeout(req.TimeoutMillis), 1))
+		defer cancel()
+		var grown []string
+		for _, t := range req.Topics {
+			rt := kmsg.NewCreatePartitionsResponseTopic()
+			rt.Topic = t.Topic
+			if err := b.addPartitions(ctx, t, req.ValidateOnly); err != nil {
+				rt.ErrorCode = errorCode(err)
+				msg := err.Error()
+				rt.ErrorMessage = &msg
+			} else if !req.ValidateOnly {
+				grown = append(grown, t.Topic)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		_ = b.waitTopics(ctx, grown, false)
+		respond(protocol.Response{Msg: resp})
+	}()
+}
+
+func (b *Broker) addPartitions(ctx context.Context, t kmsg.CreatePartitionsRequestTopic, validateOnly bool) error {
+	s := b.Store()
+	data, st, err := s.Get(ctx, zkdata.TopicPath(t.Topic))
+	if errors.Is(err, coord.ErrNoNode) {
+		return kerr.UnknownTopicOrPartition
+	}
+	if err != nil {
+		return err
+	}
+	a, err := zkdata.DecodeTopicAssignment(data)
+	if err != nil {
+		return err
+	}
+	cur := int32(len(a.Partitions))
+	if t.Count <= cur {
+		return fmt.Errorf("%w: topic has %d partitions; the new count must be larger", kerr.InvalidPartitions, cur)
+	}
+	rf := len(a.Partitions[0])
+	add := int(t.Count - cur)
+	live := b.liveBrokerIDs()
+	var extra map[int32][]int32
+	if len(t.Assignment) > 0 {
+		if len(t.Assignment) != add {
+			return fmt.Errorf("%w: %d assignments for %d new partitions", kerr.InvalidReplicaAssignment, len(t.Assignment), add)
+		}
+		extra = map[int32][]int32{}
+		for i, as := range t.Assignment {
+			if len(as.Replicas) != rf {
+				return fmt.Errorf("%w: new partitions need %d replicas", kerr.InvalidReplicaAssignment, rf)
+			}
+			for _, id := range as.Replicas {
+				if !containsID(live, id) {
+					return fmt.Errorf("%w: broker %d is not live", kerr.InvalidReplicaAssignment, id)
+				}
+			}
+			extra[cur+int32(i)] = as.Replicas
+		}
+	} else {
+		// Continue the spread from the existing first replica of partition 0, as Kafka does.
+		start := 0
+		for i, id := range live {
+			if id == a.Partitions[0][0] {
+				start = i
+			}
+		}
+		extra, err = controller.AssignReplicas(live, add, rf, cur, start)
+		if err != nil {
+			return fmt.Errorf("%w: %v", kerr.InvalidReplicationFactor, err)
+		}
+	}
+	if validateOnly {
+		return nil
+	}
+	for p, r := range extra {
+		a.Partitions[p] = r
+	}
+	if _, err := s.Set(ctx, zkdata.TopicPath(t.Topic), zkdata.EncodeTopicAssignment(a), st.Version); err != nil {
+		if errors.Is(err, coord.ErrBadVersion) {
+			return fmt.Errorf("%w: the topic changed concurrently; retry", kerr.ReassignmentInProgress)
+		}
+		return err
+	}
+	return nil
+}
+
+func containsID(ids []int32, id int32) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}

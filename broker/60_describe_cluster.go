@@ -1,0 +1,28 @@
+package broker
+
+// DescribeCluster, key 60, v0-v1 (KIP-700).
+//
+// The cluster id, the active controller and the live brokers, from the metadata cache.
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ktoolhq/ktool/broker/protocol"
+)
+
+func init() { register(60, 0, 1, handleDescribeCluster) }
+
+func handleDescribeCluster(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
+	req := r.(*kmsg.DescribeClusterRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.ClusterID = b.clusterID
+	resp.ControllerID = b.meta.controllerID()
+	resp.ClusterAuthorizedOperations = authorizedOpsUnknown
+	resp.EndpointType = 1
+	for _, be := range b.meta.liveBrokers() {
+		rb := kmsg.NewDescribeClusterResponseBroker()
+		rb.NodeID, rb.Host, rb.Port, rb.Rack = be.ID, be.Host, be.Port, be.Rack
+		resp.Brokers = append(resp.Brokers, rb)
+	}
+	respond(protocol.Response{Msg: resp})
+}
