@@ -257,3 +257,22 @@ func TestDescribeFlags(t *testing.T) {
 		t.Errorf("-o xml: err = %v, want a usage error", err)
 	}
 }
+
+func TestDescribeNamesTheLeaderThatDidNotAnswer(t *testing.T) {
+	c, env := ordersCluster(t)
+	cmdtest.FakeMetadata(c, 0, []int32{0, 1}, map[string][]cmdtest.Partition{"orders": {
+		{Leader: 0, Replicas: []int32{0, 1, 2}, ISR: []int32{0, 1, 2}},
+		{Leader: 1, Replicas: []int32{1, 2, 0}, ISR: []int32{1, 0}},
+		{Leader: 2, Replicas: []int32{2, 0, 1}, ISR: []int32{2}},
+	}})
+	if err := runDescribe(cmdtest.Ctx(t), &DescribeOptions{Factory: env.F, Topics: []string{"orders"}}); err != nil {
+		t.Fatal(err)
+	}
+	out := env.Out.String()
+	if !strings.Contains(out, "partition 2: offsets unavailable: leader 2 did not answer") {
+		t.Errorf("output does not name broker 2:\n%s", out)
+	}
+	if strings.Contains(out, "partition 0:") || strings.Contains(out, "partition 1:") {
+		t.Errorf("reachable partitions report errors:\n%s", out)
+	}
+}

@@ -226,11 +226,24 @@ func addOffsets(ctx context.Context, adm *kadm.Client, topics []Topic) error {
 	for i := range topics {
 		for j := range topics[i].Partitions {
 			p := &topics[i].Partitions[j]
-			if o, ok := starts.Lookup(topics[i].Name, p.Partition); ok && o.Err == nil {
-				p.LogStartOffset = o.Offset
+			so, sok := starts.Lookup(topics[i].Name, p.Partition)
+			eo, eok := ends.Lookup(topics[i].Name, p.Partition)
+			if sok && so.Err == nil {
+				p.LogStartOffset = so.Offset
 			}
-			if o, ok := ends.Lookup(topics[i].Name, p.Partition); ok && o.Err == nil {
-				p.HighWatermark = o.Offset
+			if eok && eo.Err == nil {
+				p.HighWatermark = eo.Offset
+			}
+			if p.Error != "" || p.Leader < 0 || (sok && so.Err == nil && eok && eo.Err == nil) {
+				continue
+			}
+			switch {
+			case sok && so.Err != nil:
+				p.Error = fmt.Sprintf("offsets unavailable: leader %d answered %v", p.Leader, so.Err)
+			case eok && eo.Err != nil:
+				p.Error = fmt.Sprintf("offsets unavailable: leader %d answered %v", p.Leader, eo.Err)
+			default:
+				p.Error = fmt.Sprintf("offsets unavailable: leader %d did not answer", p.Leader)
 			}
 		}
 	}
