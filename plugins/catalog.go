@@ -283,8 +283,11 @@ func (c *Catalog) start(k procKey, p *proc) {
 		Logger:           hclogFor(c.opts.Logger),
 		Stderr:           p.stderr,
 		SyncStderr:       p.stderr,
-		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
-			grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage))},
+		GRPCDialOptions: []grpc.DialOption{
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)),
+			grpc.WithInitialWindowSize(flowWindow), grpc.WithInitialConnWindowSize(flowWindow),
+			grpc.WithReadBufferSize(ioBuffer), grpc.WithWriteBufferSize(ioBuffer),
+		},
 	})
 	proto, err := p.client.Client()
 	if err != nil {

@@ -17,6 +17,14 @@ import (
 // thousands of members is larger still.
 const maxMessage = math.MaxInt32
 
+// HTTP/2 flow control windows and socket buffers sized for calls of
+// megabytes over a local socket: with gRPC's 64 KiB defaults a 4 MiB call
+// waits on dozens of window updates.
+const (
+	flowWindow = 16 << 20
+	ioBuffer   = 1 << 20
+)
+
 // Service names, versioned with the handshake's protocol version.
 const (
 	codecService    = "ktool.plugin.v1.Codec"

@@ -63,7 +63,9 @@ func serve(kind string, p plugin.Plugin) error {
 		HandshakeConfig: Handshake(),
 		Plugins:         plugin.PluginSet{kind: p},
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			return grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage))...)
+			return grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage),
+				grpc.InitialWindowSize(flowWindow), grpc.InitialConnWindowSize(flowWindow),
+				grpc.ReadBufferSize(ioBuffer), grpc.WriteBufferSize(ioBuffer))...)
 		},
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "ktool-plugin", Level: hclog.Warn, Output: os.Stderr}),
 	})
