@@ -190,18 +190,6 @@ func wantKerr(t testing.TB, err error, want *kerr.Error) {
 	}
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met before the deadline")
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func fileSize(t testing.TB, path string) int64 {
 	t.Helper()
 	st, err := os.Stat(path)

@@ -28,12 +28,10 @@ type Log struct {
 
 	appendMu  sync.Mutex
 	producers *producerState // appendMu
-	unflushed int64          // appendMu: messages appended since the last flush
 
 	flushMu        sync.Mutex
-	lastFlush      time.Time // flushMu
-	hwWritten      int64     // flushMu: the high watermark last checkpointed
-	logStartWriten int64     // flushMu: the log start offset last checkpointed
+	hwWritten      int64 // flushMu: the high watermark last checkpointed
+	logStartWriten int64 // flushMu: the log start offset last checkpointed
 
 	mu            sync.Mutex
 	cfg           Config
@@ -42,6 +40,7 @@ type Log struct {
 	leo           int64
 	hw            int64
 	recoveryPoint int64
+	lastFlush     time.Time
 	epochs        epochCache
 	closed        bool
 }
@@ -137,6 +136,9 @@ func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
 func (l *Log) AssignEpochStart(epoch int32, offset int64) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
+	if l.isClosed() {
+		return
+	}
 	if err := l.assignEpoch(epoch, offset); err != nil {
 		l.logger.Error("writing leader epoch checkpoint", "dir", l.dir, "err", err)
 	}
@@ -292,7 +294,7 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendResult, e
 	if logAppendTime {
 		res.LogAppendTime = now
 	}
-	return res, l.maybeFlushMessages(cfg, res.NumRecords)
+	return res, l.maybeFlushMessages(cfg)
 }
 
 // AppendAsFollower appends batches fetched from the leader. Their offsets are
@@ -339,15 +341,18 @@ func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
 		LogStartOffset: logStart,
 		NumRecords:     int(want - hdrs[0].BaseOffset),
 	}
-	return res, l.maybeFlushMessages(cfg, res.NumRecords)
+	return res, l.maybeFlushMessages(cfg)
 }
 
-func (l *Log) maybeFlushMessages(cfg Config, n int) error {
-	l.unflushed += int64(n)
-	if l.unflushed < cfg.FlushIntervalMessages {
+// maybeFlushMessages applies flush.messages: like Kafka it counts the
+// offsets between the recovery point and the LEO.
+func (l *Log) maybeFlushMessages(cfg Config) error {
+	l.mu.Lock()
+	unflushed := l.leo - l.recoveryPoint
+	l.mu.Unlock()
+	if unflushed < cfg.FlushIntervalMessages {
 		return nil
 	}
-	l.unflushed = 0
 	return l.Flush()
 }
 
@@ -522,8 +527,8 @@ func (l *Log) flushLocked() error {
 	if err := errors.Join(errs...); err != nil {
 		return storageError("flush", err)
 	}
-	l.lastFlush = time.Now()
 	l.mu.Lock()
+	l.lastFlush = l.cfg.now()
 	if target > l.recoveryPoint {
 		l.recoveryPoint = target
 	}
@@ -560,12 +565,12 @@ func (l *Log) MaybeFlush() error {
 		l.mu.Unlock()
 		return ErrClosed
 	}
-	cfg := l.cfg
+	cfg, lastFlush := l.cfg, l.lastFlush
 	dirty := l.leo > l.recoveryPoint
 	rolled := l.recoveryPoint < l.active().base
 	hwChanged := l.hw != l.hwWritten || l.logStart != l.logStartWriten
 	l.mu.Unlock()
-	due := cfg.FlushIntervalMs != math.MaxInt64 && cfg.now().Sub(l.lastFlush).Milliseconds() >= cfg.FlushIntervalMs
+	due := cfg.FlushIntervalMs != math.MaxInt64 && cfg.now().Sub(lastFlush).Milliseconds() >= cfg.FlushIntervalMs
 	if dirty && (due || rolled) {
 		return l.flushLocked()
 	}

@@ -834,3 +834,124 @@ func TestReadMatchesNaive(t *testing.T) {
 		}
 	}
 }
+
+func TestRegionSurvivesRetention(t *testing.T) {
+	clock := newClock()
+	cfg := testConfig()
+	cfg.SegmentBytes = 500
+	cfg.RetentionMs = 1000
+	cfg.Now = clock.Now
+	l, dir := newLog(t, cfg)
+	for i := range 20 {
+		mustAppend(t, l, makeBatch(t, plain(2, clock.now.UnixMilli()+int64(i))), 0)
+	}
+	r, err := l.Read(0, 1<<20, l.LogEndOffset(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := regionBytes(t, r)
+	clock.advance(time.Hour)
+	if n, err := l.EnforceRetention(); err != nil || n == 0 {
+		t.Fatalf("retention deleted %d: %v", n, err)
+	}
+	if _, err := os.Stat(segmentPath(dir, 0, logExt)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("segment 0 still on disk: %v", err)
+	}
+	if got := regionBytes(t, r); !bytes.Equal(got, before) {
+		t.Fatal("held region changed after its segment was deleted")
+	}
+	r.Release()
+	r.Release()
+}
+
+func TestMaybeFlushAfterRoll(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 500
+	l, dir := newLog(t, cfg)
+	for i := range 10 {
+		mustAppend(t, l, makeBatch(t, plain(2, int64(i))), 0)
+	}
+	if err := l.MaybeFlush(); err != nil {
+		t.Fatal(err)
+	}
+	// flush.ms is off, but a rolled segment is flushed as Kafka does.
+	want := encodeOffsetCheckpoint(dir, l.LogEndOffset())
+	if got := readFile(t, filepath.Join(dir, recoveryPointFile)); got != string(want) {
+		t.Fatalf("recovery point %q, want %q", got, want)
+	}
+}
+
+func TestSetConfig(t *testing.T) {
+	l, dir := newLog(t, testConfig())
+	mustAppend(t, l, makeBatch(t, plain(2, 0)), 0)
+	cfg := testConfig()
+	cfg.SegmentBytes = 100
+	l.SetConfig(cfg)
+	mustAppend(t, l, makeBatch(t, plain(2, 0)), 0)
+	if n := len(segmentFiles(t, dir)); n != 2 {
+		t.Fatalf("%d segments after lowering segment.bytes", n)
+	}
+	bad := cfg
+	bad.SegmentBytes = -1
+	l.SetConfig(bad)
+	if l.config().SegmentBytes != 100 {
+		t.Fatal("invalid config applied")
+	}
+}
+
+// TestConcurrentUse runs appends, reads, flushes, retention and timestamp
+// lookups together; run with -race.
+func TestConcurrentUse(t *testing.T) {
+	cfg := testConfig()
+	cfg.SegmentBytes = 2000
+	cfg.RetentionBytes = 10_000
+	l, _ := newLog(t, cfg)
+	stop := make(chan struct{})
+	errc := make(chan error, 4)
+	worker := func(f func() error) {
+		go func() {
+			for {
+				select {
+				case <-stop:
+					errc <- nil
+					return
+				default:
+				}
+				if err := f(); err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+	}
+	worker(func() error {
+		ls, leo := l.LogStartOffset(), l.LogEndOffset()
+		if leo == ls {
+			return nil
+		}
+		r, err := l.Read(ls+(leo-ls)/2, 3000, leo, true)
+		if errors.Is(err, kerr.OffsetOutOfRange) {
+			return nil // retention moved the start
+		}
+		if err == nil && r.Len > 0 {
+			b := make([]byte, r.Len)
+			if _, err = r.File.ReadAt(b, r.Pos); err == nil {
+				_, err = ValidateBatches(b, 0)
+			}
+		}
+		r.Release()
+		return err
+	})
+	worker(func() error { _, err := l.EnforceRetention(); return err })
+	worker(func() error { l.OffsetForTimestamp(50); l.MaxTimestamp(); return l.MaybeFlush() })
+	now := time.Now().UnixMilli()
+	for i := range 300 {
+		mustAppend(t, l, makeBatch(t, plain(1+i%3, now+int64(i))), 0)
+	}
+	close(stop)
+	for range 3 {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -62,8 +62,9 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 		return Region{}, fmt.Errorf("offset %d outside [%d, %d]: %w", offset, logStart, leo, kerr.OffsetOutOfRange)
 	}
 	i := l.segmentFor(offset)
+	atEnd := offset == l.leo
 	l.mu.Unlock()
-	if offset >= maxOffset {
+	if atEnd || offset >= maxOffset {
 		return Region{}, nil
 	}
 	for ; ; i++ {

@@ -282,6 +282,7 @@ func (l *Log) loadTrusted(s *segment) error {
 	if n := len(s.idx); n > 0 {
 		pos = int64(s.idx[n-1].pos)
 	}
+	s.bytesSinceIdx = s.size - pos
 	for pos < s.size {
 		h, err := readHeaderAt(s.files.log, pos, &hb)
 		if err != nil {
@@ -291,7 +292,6 @@ func (l *Log) loadTrusted(s *segment) error {
 			s.maxTs, s.offMaxTs = h.MaxTimestamp, h.LastOffset()
 		}
 		s.next = h.LastOffset() + 1
-		s.bytesSinceIdx = s.size - pos
 		pos += h.Size()
 	}
 	if pos != s.size {
@@ -425,10 +425,14 @@ func (l *Log) rebuildProducerState() error {
 			continue
 		}
 		sc := newBatchScanner(s.files.log, lookupPosition(s.idx, from-s.base))
+		sc.headersOnly = true
 		for sc.pos < s.size {
 			h, _, _, ok := sc.next()
 			if !ok {
-				return fmt.Errorf("replay producer state from %s: %v", s.files.log.Name(), sc.err)
+				// Only a segment trusted without a rescan can get here;
+				// its readers will meet the damage too.
+				l.logger.Error("producer state replay stopped at a damaged batch", "file", s.files.log.Name(), "err", sc.err)
+				break
 			}
 			if h.BaseOffset >= from {
 				ps.apply(h)
