@@ -548,13 +548,24 @@ func (b *Broker) topicSettings(topic string) replica.Settings {
 // Shutdown leaves the cluster cleanly: controlled shutdown (moving leaderships
 // away), stop accepting, finish in-flight requests, flush and close every log,
 // end the session. Bounded by ctx.
-func (b *Broker) Shutdown(ctx context.Context) error {
+func (b *Broker) Shutdown(ctx context.Context) error { return b.stop(ctx, true) }
+
+// Halt stops the broker without controlled shutdown, as if it had crashed: the
+// controller learns of it only when the session ends. In-process clusters use it
+// to replay the seed's "kill the broker" experiments.
+func (b *Broker) Halt() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return b.stop(ctx, false)
+}
+
+func (b *Broker) stop(ctx context.Context, controlled bool) error {
 	var err error
 	b.shutOnce.Do(func() {
 		if b.cancel == nil {
 			return
 		}
-		if b.cfg.Bool("controlled.shutdown.enable") {
+		if controlled && b.cfg.Bool("controlled.shutdown.enable") {
 			b.controlledShutdown(ctx)
 		}
 		if b.ctrl != nil {
