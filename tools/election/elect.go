@@ -311,7 +311,7 @@ func writeResults(w io.Writer, rs []Result) error {
 
 func writePlan(w io.Writer, plan Plan) error {
 	counts := map[string]int{}
-	tbl := cmdutil.NewTable(w, "Topic", "Partition", "Leader", "New leader", "Note")
+	tbl := cmdutil.NewTable(w, "Partition", "Leader", "New", "Note")
 	for _, p := range plan.Partitions {
 		counts[p.Outcome]++
 		if p.Outcome == NotNeeded {
@@ -319,13 +319,13 @@ func writePlan(w io.Writer, plan Plan) error {
 		}
 		newLeader, note := leaderString(p.NewLeader), p.Reason
 		if p.Outcome == WouldFail {
-			newLeader, note = "-", "would fail: "+p.Reason
+			newLeader, note = "-", "fails: "+p.Reason
 		}
-		if err := tbl.Append([]string{p.Topic, strconv.Itoa(int(p.Partition)), leaderString(p.Leader), newLeader, note}); err != nil {
+		if err := tbl.Append([]string{fmt.Sprintf("%s-%d", p.Topic, p.Partition), leaderString(p.Leader), newLeader, note}); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(w, "Dry run of a %s election: %d partitions would change leader, %d need no election, %d would fail.\n",
+	fmt.Fprintf(w, "Dry run (%s election): %d would change leader, %d need none, %d would fail.\n",
 		plan.Type, counts[WouldElect], counts[NotNeeded], counts[WouldFail])
 	if counts[WouldElect]+counts[WouldFail] > 0 {
 		fmt.Fprintln(w)

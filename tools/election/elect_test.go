@@ -101,7 +101,7 @@ func TestDryRunPreferred(t *testing.T) {
 	if err := run(cmdtest.Ctx(t), opts); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"1 partitions would change leader, 1 need no election, 1 would fail", "100.0%", "50.0%", "not in the ISR"} {
+	for _, s := range []string{"1 would change leader, 1 need none, 1 would fail", "100.0%", "50.0%", "not in the ISR"} {
 		if !strings.Contains(env.Out.String(), s) {
 			t.Errorf("table lacks %q:\n%s", s, env.Out)
 		}

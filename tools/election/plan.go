@@ -1,6 +1,7 @@
 package election
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 
@@ -59,26 +60,26 @@ func predict(p topic.Partition, live map[int32]bool, unclean bool) (newLeader in
 		case p.Leader == pref && live[pref]:
 			return p.Leader, NotNeeded, "already the preferred leader"
 		case !live[pref]:
-			return p.Leader, WouldFail, "preferred replica is not alive (PREFERRED_LEADER_NOT_AVAILABLE)"
+			return p.Leader, WouldFail, fmt.Sprintf("preferred replica %d is down", pref)
 		case !slices.Contains(p.ISR, pref):
-			return p.Leader, WouldFail, "preferred replica is not in the ISR (PREFERRED_LEADER_NOT_AVAILABLE)"
+			return p.Leader, WouldFail, fmt.Sprintf("preferred replica %d is not in the ISR", pref)
 		}
 		return pref, WouldElect, ""
 	}
 	if !p.Unavailable() {
-		return p.Leader, NotNeeded, "the partition has a live leader"
+		return p.Leader, NotNeeded, "has a live leader"
 	}
 	for _, r := range p.Replicas {
 		if live[r] && slices.Contains(p.ISR, r) {
-			return r, WouldElect, "a live in-sync replica exists (a clean election)"
+			return r, WouldElect, fmt.Sprintf("clean: %d is in the ISR", r)
 		}
 	}
 	for _, r := range p.Replicas {
 		if live[r] {
-			return r, WouldElect, "no live in-sync replica: records not on this replica may be lost"
+			return r, WouldElect, fmt.Sprintf("unclean: %d is out of sync, may lose records", r)
 		}
 	}
-	return p.Leader, WouldFail, "no assigned replica is alive (ELIGIBLE_LEADERS_NOT_AVAILABLE)"
+	return p.Leader, WouldFail, "no assigned replica is alive"
 }
 
 // MakePlan predicts the election for the targets (every partition when all is
