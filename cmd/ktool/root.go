@@ -51,5 +51,6 @@ groups, console produce and consume, and performance tests.`,
 		plugincmd.NewServeCommand(f),
 		logdump.NewCommand(f),
 	)
+	addCompletionCommand(f, root)
 	return root
 }

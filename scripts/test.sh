@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Runs the whole test suite on a fresh machine with Go: installs what the tests
+# need (ZooKeeper from Debian's packages when missing, as root), then checks
+# formatting, vet, generated files, and runs every test plus short fuzz runs.
+#
+#   scripts/test.sh            # everything (what CI runs)
+#   KTOOL_FUZZTIME=60s scripts/test.sh   # longer fuzzing
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '==> %s\n' "$*"; }
+
+zk_jar=""
+for j in /usr/share/java/zookeeper.jar ${ZOOKEEPER_HOME:+$ZOOKEEPER_HOME/lib/zookeeper*.jar}; do
+  [ -f "$j" ] && zk_jar=$j && break
+done
+if [ -z "$zk_jar" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    say "installing ZooKeeper (Debian package) for the cluster tests"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq zookeeper >/dev/null
+  else
+    say "ZooKeeper is not installed and this is not a root Debian machine:"
+    say "the ZooKeeper tests will be skipped (they fail when CI=true)."
+  fi
+fi
+
+say "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+say "go vet"
+go vet ./...
+
+say "generated completions are current"
+go run ./cmd/ktool completion generate --dir completions --check
+
+say "go test"
+go test -count=1 -timeout 15m ./...
+
+fuzztime=${KTOOL_FUZZTIME:-5s}
+say "fuzz (${fuzztime} each)"
+for target in $(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do
+  pkg=$(dirname "$target")
+  for f in $(grep -oE '^func (Fuzz[A-Za-z0-9_]+)' "$target" | awk '{print $2}'); do
+    go test -run='^$' -fuzz="^${f}\$" -fuzztime="$fuzztime" "$pkg" >/dev/null
+    echo "ok   $pkg $f"
+  done
+done
+say "all tests passed"
