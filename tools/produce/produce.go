@@ -159,36 +159,41 @@ func run(ctx context.Context, o *Options) error {
 		}
 	}
 
-	rd := bufio.NewReaderSize(o.Factory.IO.In, 1<<16)
+	lines := readLines(o.Factory.IO.In)
 	sent, lineNo := 0, 0
 	var readErr error
+read:
 	for {
-		line, err := rd.ReadString('\n')
-		if err != nil && !errors.Is(err, io.EOF) {
-			readErr = fmt.Errorf("reading standard input: %w", err)
+		var in lineOrErr
+		var ok bool
+		select {
+		case <-ctx.Done():
+			// Ctrl-C ends the input; what was read is still delivered.
+			break read
+		case in, ok = <-lines:
+		}
+		if !ok {
 			break
 		}
-		if line == "" && errors.Is(err, io.EOF) {
+		if in.err != nil {
+			readErr = fmt.Errorf("reading standard input: %w", in.err)
 			break
 		}
 		lineNo++
-		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
-		r := &kgo.Record{Value: []byte(line), Headers: headers, Partition: o.Partition}
+		r := &kgo.Record{Value: []byte(in.line), Headers: headers, Partition: o.Partition}
 		if o.KeySeparator != "" {
-			k, v, ok := strings.Cut(line, o.KeySeparator)
+			k, v, ok := strings.Cut(in.line, o.KeySeparator)
 			if !ok {
 				readErr = fmt.Errorf("line %d has no key separator %q", lineNo, o.KeySeparator)
 				break
 			}
 			r.Key, r.Value = []byte(k), []byte(v)
 		}
-		cl.Produce(ctx, r, done)
+		cl.Produce(context.WithoutCancel(ctx), r, done)
 		sent++
-		if errors.Is(err, io.EOF) {
-			break
-		}
 	}
-	if err := cl.Flush(ctx); err != nil {
+	// Flush ends: every record is delivered or fails after the delivery timeout.
+	if err := cl.Flush(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("waiting for deliveries: %w", err)
 	}
 	mu.Lock()
@@ -197,4 +202,34 @@ func run(ctx context.Context, o *Options) error {
 		return o.Factory.ClusterError(fmt.Sprintf("%d of %d records to %s were not delivered", failed, sent, o.Topic), firstErr)
 	}
 	return readErr
+}
+
+type lineOrErr struct {
+	line string
+	err  error
+}
+
+// readLines delivers the lines of r (without their line ending) until EOF or
+// a read error. Reading happens in its own goroutine so that the caller can
+// stop waiting for input when its context ends.
+func readLines(r io.Reader) <-chan lineOrErr {
+	ch := make(chan lineOrErr, 256)
+	go func() {
+		defer close(ch)
+		rd := bufio.NewReaderSize(r, 1<<16)
+		for {
+			line, err := rd.ReadString('\n')
+			if err != nil && !errors.Is(err, io.EOF) {
+				ch <- lineOrErr{err: err}
+				return
+			}
+			if line != "" {
+				ch <- lineOrErr{line: strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return ch
 }

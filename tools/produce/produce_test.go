@@ -3,6 +3,7 @@ package produce
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -126,5 +127,26 @@ func TestFlags(t *testing.T) {
 	if got.Topic != "t" || got.KeySeparator != "|" || strings.Join(got.Headers, ",") != "a=1,b=2" || got.Partition != 1 ||
 		got.Acks != "0" || got.Compression != "lz4" || got.Linger != 20*time.Millisecond || !got.Verbose {
 		t.Errorf("parsed %+v", got)
+	}
+}
+
+func TestInterruptDeliversWhatWasRead(t *testing.T) {
+	c := cmdtest.Cluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+	env := cmdtest.NewEnv(t, c.ListenAddrs())
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	env.F.IO.In = pr
+	ctx, cancel := context.WithCancel(cmdtest.Ctx(t))
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, &Options{Factory: env.F, Topic: "t", Partition: -1, Acks: "all", Verbose: true})
+	}()
+	if _, err := pw.Write([]byte("one\ntwo\n")); err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, env, "t", 0, 2)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("interrupted produce: %v", err)
 	}
 }
