@@ -411,6 +411,7 @@ func (s *shard) prepareRebalance(out *outbox, g *group) {
 	}
 	g.initialDelay = false
 	s.startJoinTimer(g, g.rebalanceTimeout())
+	s.maybeCompleteJoin(out, g)
 }
 
 // resetAssignments fails the parked syncs and forgets the assignments.
