@@ -189,6 +189,8 @@ func (c *Controller) failover() error {
 	c.watchDeletes()
 	c.watchIsrChanges()
 	c.watchPreferred()
+	c.watchReassignZnode()
+	c.checkReassignments()
 	return nil
 }
 
@@ -918,6 +920,7 @@ func (c *Controller) watchIsrChanges() {
 		}
 		_ = c.store.Delete(c.ctx, path, -1)
 	}
+	c.checkReassignments()
 	c.sendUpdateMetadata()
 	c.publish()
 }
