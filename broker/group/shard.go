@@ -70,8 +70,9 @@ func (s *shard) owns(term uint64, g *group) bool {
 
 func (s *shard) now() time.Time { return s.c.now() }
 
+// resign unloads the shard without waiting for its writer, which fails what it
+// still holds once its append in flight returns.
 func (s *shard) resign() {
-	var w *writer
 	s.run(func(out *outbox) {
 		if s.status == shardIdle {
 			return
@@ -83,11 +84,8 @@ func (s *shard) resign() {
 			s.unload(out, g)
 		}
 		s.groups = nil
-		w, s.w = s.w, nil
+		s.w = nil
 	})
-	if w != nil {
-		w.stop()
-	}
 }
 
 // unload drops a group this broker no longer coordinates, answering its waiters.
@@ -269,7 +267,6 @@ type writer struct {
 	mu    sync.Mutex
 	queue []*writeReq
 	wake  chan struct{}
-	done  chan struct{}
 }
 
 // maxBatchBytes caps how much queued data one append carries (one request's
@@ -277,7 +274,7 @@ type writer struct {
 const maxBatchBytes = 1 << 20
 
 func newWriter(s *shard, ctx context.Context) *writer {
-	return &writer{s: s, ctx: ctx, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	return &writer{s: s, ctx: ctx, wake: make(chan struct{}, 1)}
 }
 
 func (w *writer) submit(r *writeReq) {
@@ -316,7 +313,6 @@ func (w *writer) take() []*writeReq {
 
 func (w *writer) run() {
 	defer w.s.c.wg.Done()
-	defer close(w.done)
 	for {
 		select {
 		case <-w.ctx.Done():
@@ -354,9 +350,6 @@ func (w *writer) failQueued() {
 		r.done(-1, kerr.NotCoordinator)
 	}
 }
-
-// stop waits for the writer to finish its append in flight and fail the rest.
-func (w *writer) stop() { <-w.done }
 
 // appendRecords queues recs for the log. done runs under the shard lock once
 // the append is durable or has failed; current says whether the shard is still
