@@ -13,6 +13,9 @@ import (
 // The example external assignor, built with go build into a plugin
 // directory, works through the catalog and passes the conformance suite.
 func TestExampleAssignorPlugin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a plugin binary with go build")
+	}
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command to build the example plugin")
