@@ -88,6 +88,9 @@ func (g *Gzip) Decompress(ctx context.Context, data [][]byte) ([][]byte, error) 
 // and a bare snappy block, which some clients send.
 type Snappy struct{}
 
+// xerialBlock is the block size of xerial framing as Java's snappy-java writes it.
+const xerialBlock = 32 << 10
+
 // NewSnappy returns the snappy codec.
 func NewSnappy() *Snappy { return &Snappy{} }
 
@@ -96,7 +99,8 @@ func (*Snappy) ID() int8     { return IDSnappy }
 
 func (*Snappy) Compress(ctx context.Context, records [][]byte) ([][]byte, error) {
 	return each(ctx, records, func(src []byte) ([]byte, error) {
-		return xerial.Encode(make([]byte, 0, s2.MaxEncodedLen(len(src))+16+4*(len(src)/(32<<10)+1)), src), nil
+		blocks := len(src)/xerialBlock + 1
+		return xerial.Encode(make([]byte, 0, 16+blocks*(4+s2.MaxEncodedLen(xerialBlock))), src), nil
 	})
 }
 
