@@ -73,5 +73,6 @@ func handleLeaderAndIsr(b *Broker, rc *reqCtx, r kmsg.Request, respond func(prot
 		}
 		resp.Partitions = append(resp.Partitions, rp)
 	}
+	b.onLeadershipChange(updates, errs)
 	respond(protocol.Response{Msg: resp})
 }

@@ -31,6 +31,7 @@ func handleStopReplica(b *Broker, rc *reqCtx, r kmsg.Request, respond func(proto
 	stop := func(topic string, p int32, del bool) {
 		tp := replica.TP{Topic: topic, Partition: p}
 		err := b.replicas.StopReplica(req.ControllerEpoch, tp, del)
+		b.onStopReplica(tp)
 		rp := kmsg.NewStopReplicaResponsePartition()
 		rp.Topic, rp.Partition, rp.ErrorCode = topic, p, errorCode(err)
 		if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/ktoolhq/ktool/broker/coord/embedded"
 	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/broker/coord/zkstore"
+	"github.com/ktoolhq/ktool/broker/group"
 	klog "github.com/ktoolhq/ktool/broker/log"
 	"github.com/ktoolhq/ktool/broker/protocol"
 	"github.com/ktoolhq/ktool/broker/replica"
@@ -63,6 +64,7 @@ type Broker struct {
 	ctrl     *controllerRunner
 	codecs   CodecSource
 	tcfg     topicConfigs
+	groups   *group.Coordinator
 	pids     producerIDs
 
 	fetchMaxBytes int32
@@ -235,6 +237,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	}()
 	b.replicas.Start(time.Duration(b.cfg.Int("log.retention.check.interval.ms")) * time.Millisecond)
 
+	b.groups = newGroupCoordinator(b)
 	if err := b.register(ctx); err != nil {
 		return err
 	}
@@ -586,6 +589,9 @@ func (b *Broker) stop(ctx context.Context, controlled bool) error {
 
 func (b *Broker) closeResources() error {
 	var errs []error
+	if b.groups != nil {
+		b.groups.Close()
+	}
 	if b.replicas != nil {
 		errs = append(errs, b.replicas.Shutdown())
 	}

@@ -1,0 +1,129 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/ktoolhq/ktool/broker/group"
+	klog "github.com/ktoolhq/ktool/broker/log"
+	"github.com/ktoolhq/ktool/broker/replica"
+)
+
+// newGroupCoordinator builds the group coordinator over __consumer_offsets.
+func newGroupCoordinator(b *Broker) *group.Coordinator {
+	ms := func(key string) time.Duration { return time.Duration(b.cfg.Int(key)) * time.Millisecond }
+	return group.New(group.Config{
+		BrokerID:              b.id,
+		NumPartitions:         int32(b.cfg.Int("offsets.topic.num.partitions")),
+		Log:                   offsetsLog{b},
+		InitialRebalanceDelay: ms("group.initial.rebalance.delay.ms"),
+		MinSessionTimeout:     ms("group.min.session.timeout.ms"),
+		MaxSessionTimeout:     ms("group.max.session.timeout.ms"),
+		MaxGroupSize:          int(b.cfg.Int("group.max.size")),
+		OffsetsRetention:      time.Duration(b.cfg.Int("offsets.retention.minutes")) * time.Minute,
+		OffsetsRetentionCheck: ms("offsets.retention.check.interval.ms"),
+		Logger:                b.logger.With("component", "group-coordinator"),
+	})
+}
+
+// onLeadershipChange tells the group coordinator which __consumer_offsets
+// partitions this broker now leads (load their groups) or no longer leads.
+func (b *Broker) onLeadershipChange(updates []replica.LeaderUpdate, errs map[replica.TP]error) {
+	for _, u := range updates {
+		if u.TP.Topic != offsetsTopic || errs[u.TP] != nil {
+			continue
+		}
+		if u.State.Leader == b.id {
+			b.groups.BecomeLeader(u.TP.Partition, u.State.LeaderEpoch)
+		} else {
+			b.groups.Resign(u.TP.Partition)
+		}
+	}
+}
+
+func (b *Broker) onStopReplica(tp replica.TP) {
+	if tp.Topic == offsetsTopic {
+		b.groups.Resign(tp.Partition)
+	}
+}
+
+// offsetsLog gives the group coordinator the __consumer_offsets partitions.
+type offsetsLog struct{ b *Broker }
+
+func (o offsetsLog) Append(ctx context.Context, partition int32, batch []byte) (int64, error) {
+	p, err := o.b.leaderPartition(offsetsTopic, partition)
+	if err != nil {
+		return -1, err
+	}
+	res, err := p.AppendAsLeader(batch, -1)
+	if err != nil {
+		return -1, err
+	}
+	timeout := time.Duration(o.b.cfg.Int("offsets.commit.timeout.ms")) * time.Millisecond
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := p.WaitReplicated(wctx, res.LastOffset); err != nil {
+		return -1, err
+	}
+	return res.BaseOffset, nil
+}
+
+// Scan reads the partition's batches from the log start to the high watermark.
+// Loading groups is not a hot path, so batches are read into memory.
+func (o offsetsLog) Scan(ctx context.Context, partition int32, fn func([]byte) error) error {
+	p := o.b.replicas.Get(replica.TP{Topic: offsetsTopic, Partition: partition})
+	if p == nil {
+		return kerr.NotLeaderForPartition
+	}
+	l := p.Log()
+	hw := l.HighWatermark()
+	off := l.LogStartOffset()
+	for off < hw {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		r, err := l.Read(off, 1<<20, hw, true)
+		if err != nil {
+			return err
+		}
+		if r.Len == 0 {
+			r.Release()
+			return nil
+		}
+		buf := make([]byte, r.Len)
+		_, err = r.File.ReadAt(buf, r.Pos)
+		r.Release()
+		if err != nil {
+			return fmt.Errorf("reading %s-%d: %w", offsetsTopic, partition, err)
+		}
+		next, err := eachBatch(buf, fn)
+		if err != nil {
+			return err
+		}
+		if next <= off {
+			return fmt.Errorf("reading %s-%d: no progress at offset %d", offsetsTopic, partition, off)
+		}
+		off = next
+	}
+	return nil
+}
+
+// eachBatch calls fn for each whole batch in buf and returns the offset after the last one.
+func eachBatch(buf []byte, fn func([]byte) error) (int64, error) {
+	next := int64(-1)
+	for len(buf) >= klog.BatchHeaderSize {
+		h, err := klog.ParseBatchHeader(buf)
+		if err != nil || h.Size() > int64(len(buf)) {
+			break
+		}
+		if err := fn(buf[:h.Size()]); err != nil {
+			return next, err
+		}
+		next = h.LastOffset() + 1
+		buf = buf[h.Size():]
+	}
+	return next, nil
+}
