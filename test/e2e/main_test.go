@@ -22,14 +22,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// ktoolBin is the binary built once by TestMain; buildErr fails every test that
-// needs it, so a broken build shows up as failures instead of a silent exit.
+// ktoolBin is the binary under test: $KTOOL_E2E_BIN when set (a prebuilt binary,
+// e.g. from CI's build step), else built once by TestMain. buildErr fails every test
+// that needs it, so a broken build shows up as failures instead of a silent exit.
 var (
 	ktoolBin string
 	buildErr error
 )
 
 func TestMain(m *testing.M) {
+	if bin := os.Getenv("KTOOL_E2E_BIN"); bin != "" {
+		ktoolBin = bin
+		m.Run()
+		return
+	}
 	dir, err := os.MkdirTemp("", "ktool-e2e-")
 	if err != nil {
 		buildErr = err
