@@ -25,7 +25,8 @@ func (builtinCodecs) CodecByID(_ context.Context, id int8) (codec.Codec, error) 
 // "producer" (the default) the bytes are returned untouched: no codec is called
 // on the produce path.
 func (b *Broker) maybeRecompress(ctx context.Context, topic string, records []byte) ([]byte, error) {
-	ct := b.cfg.Topic(b.topicOverrides(topic)).String("compression.type")
+	v, _ := b.cfg.TopicValue("compression.type", b.topicOverrides(topic))
+	ct := v.Value
 	if ct == "producer" || ct == "" {
 		return records, nil
 	}

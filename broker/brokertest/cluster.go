@@ -307,3 +307,17 @@ func Eventually(t testing.TB, timeout time.Duration, f func() error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// ExpireSession ends broker id's coordination session at once, as ZooKeeper does
+// when a broker stops heartbeating (embedded store only). The broker must notice,
+// reconnect, re-register and rejoin controller election.
+func (c *Cluster) ExpireSession(id int32) {
+	c.t.Helper()
+	if c.emb == nil {
+		c.t.Fatal("ExpireSession needs the embedded store")
+	}
+	b := c.Broker(id)
+	if err := c.emb.Expire(b.Store().SessionID()); err != nil {
+		c.t.Fatalf("expiring broker %d's session: %v", id, err)
+	}
+}
