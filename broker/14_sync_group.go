@@ -1,0 +1,19 @@
+package broker
+
+// SyncGroup, key 14, v0-v5.
+//
+// The leader's request carries the assignment; it is written to __consumer_offsets
+// (acks=all) and then every member's SyncGroup is answered with its part.
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ktoolhq/ktool/broker/protocol"
+)
+
+func init() { register(14, 0, 5, handleSyncGroup) }
+
+func handleSyncGroup(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
+	req := r.(*kmsg.SyncGroupRequest)
+	b.groups.SyncGroup(rc.ctx, req, func(resp *kmsg.SyncGroupResponse) { respond(protocol.Response{Msg: resp}) })
+}
