@@ -215,3 +215,57 @@ func producePartition(t testing.TB, resp kmsg.Response) kmsg.ProduceResponseTopi
 	}
 	return pr.Topics[0].Partitions[0]
 }
+
+// rawRecord is one record decoded from an uncompressed batch.
+type rawRecord struct {
+	offset     int64
+	timestamp  int64
+	key, value []byte
+}
+
+// recordsOf decodes uncompressed magic-v2 batches as a fetch returns them; a
+// partial batch at the end (allowed by the protocol) is skipped.
+func recordsOf(b []byte) ([]rawRecord, error) {
+	var out []rawRecord
+	for len(b) >= 12 {
+		base := int64(binary.BigEndian.Uint64(b))
+		n := int(int32(binary.BigEndian.Uint32(b[8:])))
+		if n < 49 {
+			return nil, fmt.Errorf("batch at offset %d has length %d", base, n)
+		}
+		if len(b) < 12+n {
+			break
+		}
+		batch := b[:12+n]
+		b = b[12+n:]
+		if batch[16] != 2 {
+			return nil, fmt.Errorf("batch at offset %d has magic %d", base, batch[16])
+		}
+		if attr := binary.BigEndian.Uint16(batch[21:]); attr&7 != 0 {
+			return nil, fmt.Errorf("batch at offset %d is compressed (attributes %#x)", base, attr)
+		}
+		if crc := crc32.Checksum(batch[21:], crc32.MakeTable(crc32.Castagnoli)); crc != binary.BigEndian.Uint32(batch[17:]) {
+			return nil, fmt.Errorf("batch at offset %d fails its CRC", base)
+		}
+		firstTS := int64(binary.BigEndian.Uint64(batch[27:]))
+		count := int(int32(binary.BigEndian.Uint32(batch[57:])))
+		rd := kbin.Reader{Src: batch[61:]}
+		for range count {
+			rd.Varint() // length
+			rd.Int8()   // attributes
+			tsDelta := rd.Varlong()
+			offDelta := rd.Varint()
+			key := rd.VarintBytes()
+			value := rd.VarintBytes()
+			for range rd.Varint() {
+				rd.VarintBytes()
+				rd.VarintBytes()
+			}
+			out = append(out, rawRecord{offset: base + int64(offDelta), timestamp: firstTS + tsDelta, key: key, value: value})
+		}
+		if err := rd.Complete(); err != nil {
+			return nil, fmt.Errorf("batch at offset %d: %w", base, err)
+		}
+	}
+	return out, nil
+}
