@@ -1,0 +1,434 @@
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ktoolhq/ktool/internal/zktest"
+)
+
+// readyTimeout bounds a broker start. After a SIGKILL the new process waits
+// for the old ZooKeeper session to expire first (up to the session timeout).
+const readyTimeout = 90 * time.Second
+
+// cluster is a set of `ktool broker start` processes sharing one ZooKeeper
+// chroot. Each broker keeps its port and log dir across restarts; its stdout
+// and stderr go to one file per broker, appended across restarts.
+type cluster struct {
+	t         *testing.T
+	bin       string
+	zk        string
+	dir       string
+	overrides []string
+
+	mu    sync.Mutex
+	ports map[int32]int
+	procs map[int32]*brokerProc
+}
+
+// brokerProc is one run of a broker process.
+type brokerProc struct {
+	cmd   *exec.Cmd
+	ready chan struct{}
+	done  chan struct{}
+	err   error
+}
+
+// baseOverrides are the settings every chaos cluster runs with: quick
+// session expiry and ISR shrink, and min.insync.replicas=2 so acks=all
+// means two copies.
+var baseOverrides = []string{
+	"zookeeper.session.timeout.ms=6000",
+	"replica.lag.time.max.ms=5000",
+	"min.insync.replicas=2",
+	"default.replication.factor=3",
+	"unclean.leader.election.enable=false",
+}
+
+// newCluster starts a ZooKeeper and n brokers (ids 1..n) under chroot and
+// waits until all are ready. Everything is stopped when the test ends, and
+// the tail of each broker's log is printed if it failed.
+func newCluster(t *testing.T, n int, chroot string, overrides ...string) *cluster {
+	t.Helper()
+	bin := ktoolBinary(t)
+	zks := zktest.Start(t)
+	c := &cluster{
+		t:         t,
+		bin:       bin,
+		zk:        zks.Addr() + chroot,
+		dir:       t.TempDir(),
+		overrides: append(slices.Clone(baseOverrides), overrides...),
+		ports:     map[int32]int{},
+		procs:     map[int32]*brokerProc{},
+	}
+	t.Cleanup(c.close)
+	for id := int32(1); id <= int32(n); id++ {
+		port, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.ports[id] = port
+	}
+	for id := int32(1); id <= int32(n); id++ {
+		c.start(id)
+	}
+	for id := int32(1); id <= int32(n); id++ {
+		c.waitReady(id)
+	}
+	return c
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// ids lists the broker ids, sorted.
+func (c *cluster) ids() []int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := make([]int32, 0, len(c.ports))
+	for id := range c.ports {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// addrs are the listener addresses of all brokers, running or not.
+func (c *cluster) addrs() []string {
+	var out []string
+	for _, id := range c.ids() {
+		out = append(out, c.addr(id))
+	}
+	return out
+}
+
+func (c *cluster) addr(id int32) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(c.ports[id]))
+}
+
+// logDir is broker id's log.dirs.
+func (c *cluster) logDir(id int32) string {
+	return filepath.Join(c.dir, fmt.Sprintf("broker-%d", id), "data")
+}
+
+func (c *cluster) logPath(id int32) string {
+	return filepath.Join(c.dir, fmt.Sprintf("broker-%d", id), "broker.log")
+}
+
+// start launches broker id without waiting for it to be ready.
+func (c *cluster) start(id int32) {
+	c.t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.procs[id]; p != nil && !p.exited() {
+		c.t.Fatalf("broker %d is already running", id)
+	}
+	if err := os.MkdirAll(c.logDir(id), 0o755); err != nil {
+		c.t.Fatal(err)
+	}
+	logf, err := os.OpenFile(c.logPath(id), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer logf.Close()
+	fmt.Fprintf(logf, "=== chaos: starting broker %d at %s\n", id, time.Now().UTC().Format(time.RFC3339Nano))
+	args := []string{"broker", "start",
+		"--broker-id", strconv.Itoa(int(id)),
+		"--listeners", "PLAINTEXT://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(c.ports[id])),
+		"--log-dirs", c.logDir(id),
+		"--zookeeper", c.zk,
+	}
+	for _, o := range c.overrides {
+		args = append(args, "--override", o)
+	}
+	// Our own pipe rather than StdoutPipe: Wait must not depend on reading
+	// stdout to its end.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cmd := exec.Command(c.bin, args...)
+	cmd.Stdout = pw
+	cmd.Stderr = logf
+	cmd.SysProcAttr = brokerProcAttr()
+	if err := cmd.Start(); err != nil {
+		pr.Close()
+		pw.Close()
+		c.t.Fatalf("start broker %d: %v", id, err)
+	}
+	pw.Close()
+	p := &brokerProc{cmd: cmd, ready: make(chan struct{}), done: make(chan struct{})}
+	c.procs[id] = p
+	outf, err := os.OpenFile(c.logPath(id), os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	readyLine := fmt.Sprintf("ktool broker %d ready:", id)
+	go func() {
+		defer pr.Close()
+		defer outf.Close()
+		sc := bufio.NewScanner(pr)
+		signalled := false
+		for sc.Scan() {
+			line := sc.Text()
+			fmt.Fprintf(outf, "stdout: %s\n", line)
+			if !signalled && strings.HasPrefix(line, readyLine) {
+				signalled = true
+				close(p.ready)
+			}
+		}
+	}()
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+}
+
+func (p *brokerProc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (c *cluster) proc(id int32) *brokerProc {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.procs[id]
+}
+
+// running reports whether broker id's process is alive.
+func (c *cluster) running(id int32) bool {
+	p := c.proc(id)
+	return p != nil && !p.exited()
+}
+
+// waitReady waits until broker id printed its ready line.
+func (c *cluster) waitReady(id int32) {
+	c.t.Helper()
+	if err := c.awaitReady(id); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *cluster) awaitReady(id int32) error {
+	p := c.proc(id)
+	if p == nil {
+		return fmt.Errorf("broker %d was never started", id)
+	}
+	timer := time.NewTimer(readyTimeout)
+	defer timer.Stop()
+	select {
+	case <-p.ready:
+		return nil
+	case <-p.done:
+		return fmt.Errorf("broker %d exited before it was ready (%v); log tail:\n%s", id, p.err, c.logTail(id, 40))
+	case <-timer.C:
+		return fmt.Errorf("broker %d not ready after %v; log tail:\n%s", id, readyTimeout, c.logTail(id, 40))
+	}
+}
+
+// kill sends SIGKILL to broker id and waits for the process to die.
+func (c *cluster) kill(id int32) {
+	c.t.Helper()
+	p := c.proc(id)
+	if p == nil || p.exited() {
+		c.t.Fatalf("broker %d is not running", id)
+	}
+	c.note(id, "SIGKILL")
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// terminate sends SIGTERM to broker id and waits up to timeout for it to
+// exit, returning its exit error (nil for a clean exit).
+func (c *cluster) terminate(id int32, timeout time.Duration) error {
+	p := c.proc(id)
+	if p == nil || p.exited() {
+		return fmt.Errorf("broker %d is not running", id)
+	}
+	c.note(id, "SIGTERM")
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-p.done:
+		return p.err
+	case <-timer.C:
+		return fmt.Errorf("broker %d still running %v after SIGTERM", id, timeout)
+	}
+}
+
+// signal sends sig to broker id without waiting.
+func (c *cluster) signal(id int32, sig os.Signal) {
+	c.t.Helper()
+	p := c.proc(id)
+	if p == nil || p.exited() {
+		c.t.Fatalf("broker %d is not running", id)
+	}
+	c.note(id, sig.String())
+	_ = p.cmd.Process.Signal(sig)
+}
+
+// note marks an event in broker id's log file, to line up the log with the
+// test's actions.
+func (c *cluster) note(id int32, what string) {
+	f, err := os.OpenFile(c.logPath(id), os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "=== chaos: %s broker %d at %s\n", what, id, time.Now().UTC().Format(time.RFC3339Nano))
+}
+
+// logTail is the last n lines of broker id's log.
+func (c *cluster) logTail(id int32, n int) string {
+	b, err := os.ReadFile(c.logPath(id))
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (c *cluster) close() {
+	for _, id := range c.ids() {
+		if p := c.proc(id); p != nil && !p.exited() {
+			_ = p.cmd.Process.Signal(syscall.SIGKILL)
+			<-p.done
+		}
+	}
+	if c.t.Failed() {
+		for _, id := range c.ids() {
+			c.t.Logf("broker %d log tail (%s):\n%s", id, c.logPath(id), c.logTail(id, 80))
+		}
+		if keep := os.Getenv("KTOOL_CHAOS_KEEP"); keep != "" {
+			dst := filepath.Join(keep, strings.ReplaceAll(c.t.Name(), "/", "_"))
+			if err := os.CopyFS(dst, os.DirFS(c.dir)); err != nil {
+				c.t.Logf("keeping %s: %v", c.dir, err)
+			} else {
+				c.t.Logf("broker data and logs kept in %s", dst)
+			}
+		}
+	}
+}
+
+// client is a kgo client seeded with every broker, closed when the test
+// ends.
+func (c *cluster) client(opts ...kgo.Opt) *kgo.Client {
+	c.t.Helper()
+	opts = append([]kgo.Opt{
+		kgo.SeedBrokers(c.addrs()...),
+		kgo.MetadataMinAge(100 * time.Millisecond),
+		kgo.MetadataMaxAge(2 * time.Second),
+	}, opts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(cl.Close)
+	return cl
+}
+
+func (c *cluster) admin() *kadm.Client { return kadm.NewClient(c.client()) }
+
+// poll calls f every 50 ms until it returns nil, ctx ends or timeout passes;
+// the error then is f's last one.
+func poll(ctx context.Context, timeout time.Duration, f func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := f(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("after %v: %w", timeout, err)
+		case <-tick.C:
+		}
+	}
+}
+
+// createTopic creates topic and waits until every partition has a leader
+// and a full ISR.
+func createTopic(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, partitions int32, rf int16) {
+	t.Helper()
+	resp, err := adm.CreateTopic(ctx, partitions, rf, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("create topic %s: %v", topic, err)
+	}
+	if err := poll(ctx, 60*time.Second, func(ctx context.Context) error {
+		return fullISR(ctx, adm, topic, int(partitions))
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fullISR is nil when topic has want partitions, each with a leader and
+// ISR == replicas.
+func fullISR(ctx context.Context, adm *kadm.Client, topic string, want int) error {
+	m, err := adm.Metadata(ctx, topic)
+	if err != nil {
+		return err
+	}
+	td, ok := m.Topics[topic]
+	if !ok || td.Err != nil {
+		return fmt.Errorf("topic %s: not in metadata (%v)", topic, td.Err)
+	}
+	if len(td.Partitions) != want {
+		return fmt.Errorf("topic %s: %d partitions in metadata, want %d", topic, len(td.Partitions), want)
+	}
+	for _, p := range td.Partitions.Sorted() {
+		if p.Err != nil || p.Leader < 0 {
+			return fmt.Errorf("%s-%d: leader %d (%v)", topic, p.Partition, p.Leader, p.Err)
+		}
+		if !sameSet(p.ISR, p.Replicas) {
+			return fmt.Errorf("%s-%d: isr %v, replicas %v", topic, p.Partition, p.ISR, p.Replicas)
+		}
+	}
+	return nil
+}
+
+func sameSet(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}

@@ -1,0 +1,287 @@
+package chaos
+
+// TestNoAcknowledgedWriteLost is the short version CI runs (20 kills):
+//
+//	go test ./test/chaos -run TestNoAcknowledgedWriteLost -v
+//
+// The long version kills 100 times or more:
+//
+//	KTOOL_CHAOS_KILLS=100 go test ./test/chaos -run TestNoAcknowledgedWriteLost -v -timeout 120m
+//
+// KTOOL_CHAOS_SEED=N replays the victim choices of a run (its seed is
+// logged), and KTOOL_CHAOS_KEEP=DIR keeps the brokers' data and logs of a
+// failed run.
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+const (
+	chaosTopic      = "chaos"
+	chaosPartitions = 6
+)
+
+// envInt reads a positive integer setting, def when unset.
+func envInt(t *testing.T, name string, def int64) int64 {
+	t.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q: want a positive integer", name, s)
+	}
+	return n
+}
+
+// testContext is bounded by budget and by the test binary's own deadline,
+// keeping a minute to report.
+func testContext(t *testing.T, budget time.Duration) context.Context {
+	deadline := time.Now().Add(budget)
+	if d, ok := t.Deadline(); ok && d.Add(-time.Minute).Before(deadline) {
+		deadline = d.Add(-time.Minute)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestNoAcknowledgedWriteLost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("process-level chaos test: minutes long; runs without -short")
+	}
+	kills := int(envInt(t, "KTOOL_CHAOS_KILLS", 20))
+	seed := uint64(envInt(t, "KTOOL_CHAOS_SEED", time.Now().UnixNano()))
+	t.Logf("%d kills, KTOOL_CHAOS_SEED=%d", kills, seed)
+	ctx := testContext(t, time.Duration(kills)*time.Minute+5*time.Minute)
+
+	c := newCluster(t, 3, "/chaos1")
+	adm := c.admin()
+	createTopic(ctx, t, adm, chaosTopic, chaosPartitions, 3)
+
+	prod := newProducer(c, chaosTopic, chaosPartitions, 3*time.Minute)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { prod.run(stop, 5*time.Millisecond) })
+	stopProducing := sync.OnceFunc(func() {
+		close(stop)
+		wg.Wait()
+	})
+	t.Cleanup(stopProducing)
+	if err := waitProgress(ctx, prod, 500, time.Minute); err != nil {
+		t.Fatalf("producer never got going: %v\n%s", err, prod.summary())
+	}
+
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	var controllerKills, leaderKills int
+	for i := 0; i < kills && !t.Failed(); i++ {
+		start := time.Now()
+		m, err := adm.Metadata(ctx, chaosTopic)
+		if err != nil {
+			t.Errorf("kill %d: metadata: %v", i+1, err)
+			break
+		}
+		victim := pickVictim(i, rng, m, c.ids())
+		led := leaderships(m, victim)
+		role := fmt.Sprintf("leader of %d partitions", led)
+		if led > 0 {
+			leaderKills++
+		}
+		if m.Controller == victim {
+			controllerKills++
+			role = "controller, " + role
+		}
+		c.kill(victim)
+		if err := poll(ctx, 30*time.Second, func(ctx context.Context) error {
+			return brokerGone(ctx, adm, victim)
+		}); err != nil {
+			t.Logf("kill %d: broker %d still in the metadata: %v", i+1, victim, err)
+		}
+		gone := time.Since(start)
+		c.start(victim)
+		if err := c.awaitReady(victim); err != nil {
+			t.Errorf("kill %d: restart of broker %d: %v", i+1, victim, err)
+			break
+		}
+		if err := poll(ctx, 2*time.Minute, func(ctx context.Context) error {
+			return fullISR(ctx, adm, chaosTopic, chaosPartitions)
+		}); err != nil {
+			t.Errorf("kill %d: broker %d did not rejoin the ISRs: %v", i+1, victim, err)
+			break
+		}
+		healed := time.Since(start)
+		if err := waitProgress(ctx, prod, 300, time.Minute); err != nil {
+			t.Errorf("kill %d: producer stalled after broker %d came back: %v\n%s", i+1, victim, err, prod.summary())
+			break
+		}
+		t.Logf("kill %d/%d: broker %d (%s): gone from metadata after %v, ISRs full after %v; %d records acknowledged so far",
+			i+1, kills, victim, role, gone.Round(time.Millisecond), healed.Round(time.Millisecond), prod.ackedCount())
+	}
+	if kills >= 3 && !t.Failed() && (controllerKills == 0 || leaderKills == 0) {
+		t.Errorf("the kills hit the controller %d times and partition leaders %d times; both must be hit", controllerKills, leaderKills)
+	}
+
+	stopProducing()
+	fctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
+	defer cancel()
+	if err := prod.flush(fctx); err != nil {
+		t.Errorf("flushing the producer: %v", err)
+	}
+	t.Logf("producer: %s", prod.summary())
+	prod.mu.Lock()
+	acked, lost := prod.acked, prod.lost
+	prod.mu.Unlock()
+	if len(lost) > 0 {
+		t.Errorf("the producer detected data loss (sequence numbers the broker no longer knows) on %v", lost)
+	}
+
+	if err := poll(ctx, 2*time.Minute, func(ctx context.Context) error {
+		return fullISR(ctx, adm, chaosTopic, chaosPartitions)
+	}); err != nil {
+		t.Fatalf("ISRs not full after the run: %v", err)
+	}
+	ends := highWatermarks(ctx, t, adm)
+	read, err := readBack(ctx, c, chaosTopic, ends)
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems := checkAcked(acked, read)
+	for i, p := range problems {
+		if i == 40 {
+			t.Errorf("... and %d more", len(problems)-i)
+			break
+		}
+		t.Error(p)
+	}
+	total := 0
+	for _, recs := range read {
+		total += len(recs)
+	}
+	t.Logf("read back %d records up to the high watermarks %v: %d problems", total, ends, len(problems))
+
+	compareReplicasAfterShutdown(ctx, t, c, adm, chaosTopic, chaosPartitions)
+}
+
+// pickVictim chooses the broker to kill: every third kill the controller,
+// every third a partition leader, otherwise any broker, so that both roles
+// are hit whatever the random draws.
+func pickVictim(i int, rng *rand.Rand, m kadm.Metadata, ids []int32) int32 {
+	switch i % 3 {
+	case 0:
+		if slices.Contains(ids, m.Controller) {
+			return m.Controller
+		}
+	case 1:
+		var leaders []int32
+		for _, p := range m.Topics[chaosTopic].Partitions.Sorted() {
+			if slices.Contains(ids, p.Leader) {
+				leaders = append(leaders, p.Leader)
+			}
+		}
+		if len(leaders) > 0 {
+			return leaders[rng.IntN(len(leaders))]
+		}
+	}
+	return ids[rng.IntN(len(ids))]
+}
+
+// leaderships counts the partitions of the chaos topic that id leads.
+func leaderships(m kadm.Metadata, id int32) int {
+	n := 0
+	for _, p := range m.Topics[chaosTopic].Partitions {
+		if p.Leader == id {
+			n++
+		}
+	}
+	return n
+}
+
+// brokerGone is nil once the metadata no longer lists id as live.
+func brokerGone(ctx context.Context, adm *kadm.Client, id int32) error {
+	m, err := adm.BrokerMetadata(ctx)
+	if err != nil {
+		return err
+	}
+	for _, b := range m.Brokers {
+		if b.NodeID == id {
+			return fmt.Errorf("broker %d still listed", id)
+		}
+	}
+	return nil
+}
+
+// waitProgress waits until n more records than now are acknowledged.
+func waitProgress(ctx context.Context, prod *producer, n int, timeout time.Duration) error {
+	want := prod.ackedCount() + n
+	return poll(ctx, timeout, func(context.Context) error {
+		if got := prod.ackedCount(); got < want {
+			return fmt.Errorf("%d of %d records acknowledged", got, want)
+		}
+		return nil
+	})
+}
+
+// highWatermarks lists every partition's high watermark.
+func highWatermarks(ctx context.Context, t *testing.T, adm *kadm.Client) map[int32]int64 {
+	t.Helper()
+	var ends map[int32]int64
+	if err := poll(ctx, time.Minute, func(ctx context.Context) error {
+		lo, err := adm.ListEndOffsets(ctx, chaosTopic)
+		if err != nil {
+			return err
+		}
+		if err := lo.Error(); err != nil {
+			return err
+		}
+		ends = map[int32]int64{}
+		lo.Each(func(o kadm.ListedOffset) { ends[o.Partition] = o.Offset })
+		return nil
+	}); err != nil {
+		t.Fatalf("high watermarks: %v", err)
+	}
+	return ends
+}
+
+// compareReplicasAfterShutdown stops every broker with SIGTERM, one after
+// the other, and checks that all replicas of each partition hold
+// byte-identical batches up to the high watermark taken before.
+func compareReplicasAfterShutdown(ctx context.Context, t *testing.T, c *cluster, adm *kadm.Client, topic string, partitions int32) {
+	t.Helper()
+	ends := highWatermarks(ctx, t, adm)
+	for _, id := range c.ids() {
+		if err := c.terminate(id, time.Minute); err != nil {
+			t.Errorf("clean shutdown of broker %d: %v", id, err)
+		}
+	}
+	for p := int32(0); p < partitions; p++ {
+		var first []rawBatch
+		var firstID int32
+		for _, id := range c.ids() {
+			dir := fmt.Sprintf("%s/%s-%d", c.logDir(id), topic, p)
+			batches, err := readBatches(dir, ends[p])
+			if err != nil {
+				t.Errorf("%s-%d on broker %d: %v", topic, p, id, err)
+				continue
+			}
+			if first == nil {
+				first, firstID = batches, id
+				continue
+			}
+			if d := diffBatches(first, batches); d != "" {
+				t.Errorf("%s-%d: replicas on brokers %d and %d differ below the high watermark %d: %s", topic, p, firstID, id, ends[p], d)
+			}
+		}
+		t.Logf("%s-%d: %d batches up to offset %d compared", topic, p, len(first), ends[p])
+	}
+}
