@@ -64,8 +64,9 @@ func handleFetch(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Re
 	go func() {
 		deadline := time.NewTimer(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 		defer deadline.Stop()
+		w := replica.NewWaiter()
+		defer b.unwatchFetch(req, w)
 		for {
-			w := replica.NewWaiter()
 			b.watchFetch(req, follower, w)
 			parts, total, expands := b.readFetch(req, follower, maxBytes)
 			b.expandIsrs(expands)
@@ -172,6 +173,17 @@ func (b *Broker) watchFetch(req *kmsg.FetchRequest, follower bool, w *replica.Wa
 				p.WatchLEO(w)
 			} else {
 				p.WatchHW(w)
+			}
+		}
+	}
+}
+
+// unwatchFetch removes w from every requested partition.
+func (b *Broker) unwatchFetch(req *kmsg.FetchRequest, w *replica.Waiter) {
+	for _, t := range req.Topics {
+		for _, rp := range t.Partitions {
+			if p := b.replicas.Get(replica.TP{Topic: t.Topic, Partition: rp.Partition}); p != nil {
+				p.Unwatch(w)
 			}
 		}
 	}

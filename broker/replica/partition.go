@@ -190,9 +190,11 @@ func (p *Partition) WaitReplicated(ctx context.Context, offset int64) error {
 		p.isrChangedW.add(w)
 		p.mu.Unlock()
 		if !leader {
+			p.Unwatch(w)
 			return kerr.NotLeaderForPartition
 		}
 		if p.log.HighWatermark() > offset {
+			p.Unwatch(w)
 			if isr < minISR {
 				return kerr.NotEnoughReplicasAfterAppend
 			}
@@ -201,6 +203,7 @@ func (p *Partition) WaitReplicated(ctx context.Context, offset int64) error {
 		select {
 		case <-w.C:
 		case <-ctx.Done():
+			p.Unwatch(w)
 			return kerr.RequestTimedOut
 		}
 	}
@@ -227,6 +230,13 @@ func (p *Partition) maybeAdvanceHWLocked() {
 		p.log.SetHighWatermark(hw)
 		p.consumerW.wakeAll()
 	}
+}
+
+// Unwatch forgets w on this partition, so waits that time out leave nothing behind.
+func (p *Partition) Unwatch(w *Waiter) {
+	p.consumerW.remove(w)
+	p.replicaW.remove(w)
+	p.isrChangedW.remove(w)
 }
 
 // WatchHW registers w to be woken when the high watermark moves.

@@ -24,8 +24,13 @@ type watchers struct {
 
 func (s *watchers) add(w *Waiter) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, x := range s.ws {
+		if x == w {
+			return
+		}
+	}
 	s.ws = append(s.ws, w)
-	s.mu.Unlock()
 }
 
 // wakeAll wakes and forgets every waiter; a waiter that wants more registers again.
@@ -37,4 +42,18 @@ func (s *watchers) wakeAll() {
 	for _, w := range ws {
 		w.wake()
 	}
+}
+
+// remove forgets w (a wait that ended without being woken).
+func (s *watchers) remove(w *Waiter) {
+	s.mu.Lock()
+	for i, x := range s.ws {
+		if x == w {
+			s.ws[i] = s.ws[len(s.ws)-1]
+			s.ws[len(s.ws)-1] = nil
+			s.ws = s.ws[:len(s.ws)-1]
+			break
+		}
+	}
+	s.mu.Unlock()
 }
