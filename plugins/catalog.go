@@ -234,11 +234,12 @@ func (c *Catalog) get(ctx context.Context, kind, name string) (*proc, error) {
 		return nil, errors.New("plugin catalog is closed")
 	}
 	p := c.procs[k]
+	var stale *plugin.Client
 	if p != nil {
 		select {
 		case <-p.ready:
 			if p.err != nil || p.client.Exited() {
-				p = nil
+				stale, p = p.client, nil
 			}
 		default:
 		}
@@ -249,6 +250,9 @@ func (c *Catalog) get(ctx context.Context, kind, name string) (*proc, error) {
 		go c.start(k, p)
 	}
 	c.mu.Unlock()
+	if stale != nil {
+		stale.Kill() // the process is gone; this releases go-plugin's resources for it
+	}
 	select {
 	case <-p.ready:
 		return p, p.err
@@ -390,7 +394,7 @@ func (c *Catalog) call(ctx context.Context, kind, name string, fn func(ctx conte
 		return nil
 	}
 	if errors.As(err, &pe) || ctx.Err() != nil {
-		return fmt.Errorf("%s plugin %q: %w", kind, name, err)
+		return fmt.Errorf("%s plugin %q (%s): %w", kind, name, p.info.Path, err)
 	}
 	// If the plugin died, say so with its last words; the exit is noticed a
 	// moment after the broken connection, so wait briefly for it.

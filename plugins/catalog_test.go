@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -180,6 +181,36 @@ func TestCrashMidCall(t *testing.T) {
 	out, err := c.Decompress(ctx, [][]byte{[]byte("fine")})
 	if err != nil || string(out[0]) != "fine" {
 		t.Fatalf("after a restart: %q, %v", out, err)
+	}
+}
+
+func TestStuckCallIsBounded(t *testing.T) {
+	self, _ := os.Executable()
+	dir := t.TempDir()
+	if err := os.Symlink(self, filepath.Join(dir, "ktool-codec-stuck")); err != nil {
+		t.Fatal(err)
+	}
+	cat := plugins.NewCatalog(plugins.Options{Dir: dir, Self: self, CallTimeout: 200 * time.Millisecond})
+	defer cat.Close()
+	c, err := cat.Codec(testContext(t), "stuck")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No deadline on the caller's context: the catalog's CallTimeout applies.
+	_, err = c.Compress(context.Background(), [][]byte{{1}})
+	t.Log(err)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `"stuck"`) {
+		t.Fatalf("err = %v, want a deadline error naming the plugin", err)
+	}
+	// The caller's own deadline applies as well.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := c.Compress(ctx, [][]byte{{1}}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want a deadline error", err)
+	}
+	// Other calls still reach the plugin.
+	if out, err := c.Decompress(testContext(t), [][]byte{[]byte("ok")}); err != nil || string(out[0]) != "ok" {
+		t.Fatalf("Decompress after stuck calls: %q, %v", out, err)
 	}
 }
 

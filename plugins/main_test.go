@@ -82,6 +82,12 @@ var testPlugins = map[string]func() error{
 			decompress: func() error { panic("unexpected state") },
 		}, "v0")
 	},
+	// A codec that never answers a Compress call.
+	"ktool-codec-stuck": func() error {
+		return plugins.ServeCodec(&fakeCodec{name: "stuck", id: codec.IDSnappy, compress: func() error {
+			select {}
+		}}, "v0")
+	},
 	// A plugin built for another protocol version.
 	"ktool-codec-future": func() error {
 		plugin.Serve(&plugin.ServeConfig{

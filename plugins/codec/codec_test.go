@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"strings"
 	"testing"
 	"time"
@@ -455,5 +456,40 @@ func TestParseBatchHeaderBadInput(t *testing.T) {
 		if _, err := codec.ParseBatchHeader(b); err == nil {
 			t.Errorf("ParseBatchHeader(%d zero bytes) succeeded", len(b))
 		}
+	}
+}
+
+// handBatch builds a magic v2 batch with the given attributes and records section.
+func handBatch(base int64, attrs int16, n int32, section []byte) []byte {
+	b := (&kmsg.RecordBatch{FirstOffset: base, Magic: 2, Attributes: attrs, LastOffsetDelta: n - 1,
+		FirstTimestamp: 1, MaxTimestamp: 2, ProducerID: 9, ProducerEpoch: 1, FirstSequence: -1, NumRecords: n,
+		Records: section}).AppendTo(nil)
+	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
+}
+
+func TestRecompressLeavesControlBatches(t *testing.T) {
+	ctx := context.Background()
+	rec := kmsg.Record{Key: []byte{0, 0, 0, 1}, Value: []byte{0, 0, 0, 0, 0, 0}}
+	rec.Length = int32(len(rec.AppendTo(nil)) - 1)
+	control := handBatch(5, 0x30, 1, rec.AppendTo(nil)) // transactional commit marker
+	data := kmsg.Record{Key: []byte("k"), Value: []byte("v")}
+	data.Length = int32(len(data.AppendTo(nil)) - 1)
+	plain := handBatch(6, 0x10, 1, data.AppendTo(nil))
+	field := append(append([]byte(nil), control...), plain...)
+	out, err := codec.RecompressBatches(ctx, field, codec.NewZstd(), codec.Lookup(codec.Builtins()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(out, control) {
+		t.Fatal("the control batch was rewritten")
+	}
+	h, err := codec.ParseBatchHeader(out[len(control):])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.CodecID() != codec.IDZstd || !h.Transactional() || h.BaseOffset != 6 || !codec.CRCValid(out[len(control):]) {
+		t.Fatalf("data batch after recompression: %+v", h)
 	}
 }

@@ -70,8 +70,9 @@ func batch(t *testing.T, base int64, attrs int16, firstTS, maxTS, pid int64, epo
 	return b
 }
 
-// writeSegment writes a segment at base offset 100 with three batches
-// (uncompressed, gzip, zstd) and the indexes Kafka would write for it.
+// writeSegment writes a segment at base offset 100 with three data batches
+// (uncompressed, gzip, zstd) and a transaction commit marker, and the
+// indexes Kafka would write for it.
 func writeSegment(t *testing.T) (dir string, positions []int64) {
 	t.Helper()
 	dir = t.TempDir()
@@ -88,8 +89,10 @@ func writeSegment(t *testing.T) (dir string, positions []int64) {
 	c := batch(t, 105, 0, ts+25, ts+25, -1, -1, -1, codec.NewZstd(),
 		rec{key: []byte("late"), value: []byte("arrives with an older timestamp")},
 	)
-	log := append(append(append([]byte(nil), a...), b...), c...)
-	positions = []int64{0, int64(len(a)), int64(len(a) + len(b))}
+	commit := batch(t, 106, 0x30, ts+40, ts+40, 4242, 3, -1, nil,
+		rec{key: []byte{0, 0, 0, 1}, value: []byte{0, 0, 0, 0, 0, 0}})
+	log := append(append(append(append([]byte(nil), a...), b...), c...), commit...)
+	positions = []int64{0, int64(len(a)), int64(len(a) + len(b)), int64(len(a) + len(b) + len(c))}
 	index := make([]byte, 0, 16)
 	for _, e := range [][2]uint32{{2, 0}, {4, uint32(positions[1])}} {
 		index = binary.BigEndian.AppendUint32(index, e[0])
@@ -99,7 +102,7 @@ func writeSegment(t *testing.T) (dir string, positions []int64) {
 	for _, e := range []struct {
 		ts  int64
 		rel uint32
-	}{{ts + 20, 2}, {ts + 31, 4}} {
+	}{{ts + 20, 2}, {ts + 31, 4}, {ts + 40, 6}} {
 		timeIndex = binary.BigEndian.AppendUint64(timeIndex, uint64(e.ts))
 		timeIndex = binary.BigEndian.AppendUint32(timeIndex, e.rel)
 	}
@@ -115,6 +118,7 @@ func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	ios, _, out, errOut := cmdutil.Test()
 	cmd := logdump.NewCommand(cmdutil.NewFactory(ios, cmdutil.BuildInfo{}))
+	cmd.SilenceUsage = true
 	cmd.SetArgs(append([]string{"dump"}, args...))
 	cmd.SetOut(out)
 	cmd.SetErr(errOut)
@@ -166,7 +170,7 @@ func TestDumpJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &dumps); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if len(dumps) != 2 || len(dumps[0].Batches) != 3 || len(dumps[1].TimeIndex) != 2 {
+	if len(dumps) != 2 || len(dumps[0].Batches) != 4 || len(dumps[1].TimeIndex) != 3 {
 		t.Fatalf("dumps: %+v", dumps)
 	}
 	b := dumps[0].Batches[1]
@@ -179,6 +183,9 @@ func TestDumpJSON(t *testing.T) {
 	}
 	if v := dumps[0].Batches[2].Records[0].Value.Text; v != "arrives with an older timestamp" {
 		t.Errorf("zstd record value %q", v)
+	}
+	if m := dumps[0].Batches[3]; !m.Control || m.Records[0].Control != "COMMIT" {
+		t.Errorf("commit marker: %+v", m)
 	}
 }
 
@@ -229,7 +236,7 @@ func TestTornAndCorruptSegment(t *testing.T) {
 	if !errors.As(err, &ee) || ee.Code != cmdutil.ExitProblems {
 		t.Fatalf("err = %v, want exit %d", err, cmdutil.ExitProblems)
 	}
-	for _, want := range []string{"crcValid: false", "Problem: batch at offset 103 (position " + fmt.Sprint(positions[1]) + "): CRC mismatch", "Problem: torn tail: batch at position " + fmt.Sprint(positions[2])} {
+	for _, want := range []string{"crcValid: false", "Problem: batch at offset 103 (position " + fmt.Sprint(positions[1]) + "): CRC mismatch", "Problem: torn tail: batch at position " + fmt.Sprint(positions[3])} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

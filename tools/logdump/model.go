@@ -46,6 +46,8 @@ type Record struct {
 	Key       Bytes    `json:"key" yaml:"key"`
 	Value     Bytes    `json:"value" yaml:"value"`
 	Headers   []Header `json:"headers,omitempty" yaml:"headers,omitempty"`
+	// Control is a control batch's marker type: COMMIT, ABORT or type N.
+	Control string `json:"control,omitempty" yaml:"control,omitempty"`
 }
 
 // Header is a record header.

@@ -24,6 +24,10 @@ func writeText(out io.Writer, dumps []FileDump) error {
 				b.PartitionLeaderEpoch, b.Transactional, b.Control, b.TimestampType, b.CreateTimestamp, b.MaxTimestamp,
 				b.Position, b.Size, b.CRC, b.CRCValid)
 			for _, r := range b.Records {
+				if r.Control != "" {
+					fmt.Fprintf(w, "| offset: %d %s: %d endTxnMarker: %s\n", r.Offset, b.TimestampType, r.Timestamp, r.Control)
+					continue
+				}
 				fmt.Fprintf(w, "| offset: %d %s: %d key: %s value: %s", r.Offset, b.TimestampType, r.Timestamp, show(r.Key), show(r.Value))
 				if len(r.Headers) > 0 {
 					hs := make([]string, len(r.Headers))

@@ -168,6 +168,9 @@ func decodeRecords(ctx context.Context, batch []byte, h codec.BatchHeader, looku
 		if h.LogAppendTime() {
 			r.Timestamp = h.MaxTimestamp
 		}
+		if h.Control() {
+			r.Control = controlType(kr.Key)
+		}
 		for _, hd := range kr.Headers {
 			r.Headers = append(r.Headers, Header{Key: hd.Key, Value: bytesOf(hd.Value)})
 		}
@@ -177,6 +180,21 @@ func decodeRecords(ctx context.Context, batch []byte, h codec.BatchHeader, looku
 		return out, fmt.Errorf("holds %d records, header says %d", len(out), h.NumRecords)
 	}
 	return out, nil
+}
+
+// controlType reads a control record's key: int16 version, int16 type.
+func controlType(key []byte) string {
+	if len(key) < 4 {
+		return "malformed"
+	}
+	switch t := int16(binary.BigEndian.Uint16(key[2:])); t {
+	case 0:
+		return "ABORT"
+	case 1:
+		return "COMMIT"
+	default:
+		return "type " + strconv.Itoa(int(t))
+	}
 }
 
 // bytesOf shows b as text when it is valid UTF-8 with only printable
