@@ -304,7 +304,7 @@ func (l *Log) loadTrusted(s *segment) error {
 // At the first torn, corrupt or out-of-sequence batch the segment is cut;
 // cut reports that.
 func (l *Log) recoverSegment(s *segment, interval int64) (cut bool, err error) {
-	sc := newBatchScanner(s.files.log, 0)
+	sc := newBatchScanner(s.files.log, 0, s.size)
 	var idx []offsetEntry
 	var tidx []timeEntry
 	maxTs, offMaxTs, rollTs := int64(-1), int64(-1), int64(-1)
@@ -424,7 +424,7 @@ func (l *Log) rebuildProducerState() error {
 		if s.next <= from {
 			continue
 		}
-		sc := newBatchScanner(s.files.log, lookupPosition(s.idx, from-s.base))
+		sc := newBatchScanner(s.files.log, lookupPosition(s.idx, from-s.base), s.size)
 		sc.headersOnly = true
 		for sc.pos < s.size {
 			h, _, _, ok := sc.next()

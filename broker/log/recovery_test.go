@@ -302,3 +302,25 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		t.Fatal("corrupt snapshot decoded")
 	}
 }
+
+func TestRecoverHugeLength(t *testing.T) {
+	l, dir := newLog(t, testConfig())
+	batches := fill(t, l, 2)
+	crash(l)
+	// A length field saying 2 GiB must not make recovery allocate it.
+	f, err := os.OpenFile(segmentPath(dir, 0, logExt), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte{0, 0, 0, 0, 0, 0, 0, 4, 0x7f, 0xff, 0xff, 0xff, 0, 0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, dir, testConfig())
+	defer l.Close()
+	if l.LogEndOffset() != 4 || !bytes.Equal(readAll(t, l, 0), bytes.Join(batches, nil)) {
+		t.Fatalf("LEO %d", l.LogEndOffset())
+	}
+}

@@ -177,6 +177,7 @@ func readOffsetAndLength(f *os.File, pos int64) (int64, int64, error) {
 type batchScanner struct {
 	r   *bufio.Reader
 	pos int64
+	end int64 // a batch running past end is torn, whatever its length says
 	buf []byte
 	err error // why the scan stopped early; nil at a clean end of file
 
@@ -185,8 +186,8 @@ type batchScanner struct {
 	headersOnly bool
 }
 
-func newBatchScanner(f *os.File, from int64) *batchScanner {
-	return &batchScanner{r: bufio.NewReaderSize(io.NewSectionReader(f, from, 1<<62), 256<<10), pos: from}
+func newBatchScanner(f *os.File, from, end int64) *batchScanner {
+	return &batchScanner{r: bufio.NewReaderSize(io.NewSectionReader(f, from, end-from), 256<<10), pos: from, end: end}
 }
 
 // next returns the next valid batch and its position, or false at the end of
@@ -208,6 +209,10 @@ func (sc *batchScanner) next() (BatchHeader, []byte, int64, bool) {
 		return BatchHeader{}, nil, 0, false
 	}
 	size := logOverhead + int(length)
+	if sc.pos+int64(size) > sc.end {
+		sc.err = fmt.Errorf("torn batch at %d: length %d runs past the end at %d", sc.pos, length, sc.end)
+		return BatchHeader{}, nil, 0, false
+	}
 	if sc.headersOnly {
 		return sc.nextHeader(lenBuf, size)
 	}
