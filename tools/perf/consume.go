@@ -26,7 +26,9 @@ type ConsumeOptions struct {
 	// partition directly.
 	Group         string
 	FetchMaxBytes int32
-	Output        cmdutil.OutputFlag
+	// FetchMaxPartitionBytes bounds one partition's share of a fetch response.
+	FetchMaxPartitionBytes int32
+	Output                 cmdutil.OutputFlag
 }
 
 func (o *ConsumeOptions) validate() error {
@@ -41,6 +43,9 @@ func (o *ConsumeOptions) validate() error {
 	}
 	if o.FetchMaxBytes <= 0 {
 		return cmdutil.Usagef("--fetch-max-bytes must be positive, got %d", o.FetchMaxBytes)
+	}
+	if o.FetchMaxPartitionBytes <= 0 {
+		return cmdutil.Usagef("--fetch-max-partition-bytes must be positive, got %d", o.FetchMaxPartitionBytes)
 	}
 	return o.Output.Validate()
 }
@@ -98,6 +103,7 @@ func RunConsume(ctx context.Context, f *cmdutil.Factory, o *ConsumeOptions) erro
 		kgo.ConsumeTopics(o.Topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxBytes(o.FetchMaxBytes),
+		kgo.FetchMaxPartitionBytes(o.FetchMaxPartitionBytes),
 		kgo.WithHooks(timer),
 	}
 	if o.Group != "" {
@@ -195,6 +201,7 @@ is a terminal.`,
 	fl.Int64Var(&o.NumRecords, "num-records", 0, "stop after this many records; 0 reads until none arrives for --timeout")
 	fl.StringVar(&o.Group, "group", "", "consume as a member of this consumer group")
 	fl.Int32Var(&o.FetchMaxBytes, "fetch-max-bytes", 50<<20, "most bytes one fetch response may carry")
+	fl.Int32Var(&o.FetchMaxPartitionBytes, "fetch-max-partition-bytes", 1<<20, "most bytes one partition may add to a fetch response")
 	_ = cmd.MarkFlagRequired("topic")
 	o.Output.Register(cmd)
 	return cmd

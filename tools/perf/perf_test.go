@@ -250,6 +250,7 @@ func TestBadFlagsAreUsageErrors(t *testing.T) {
 		{"consume"},
 		{"consume", "--topic", "x", "--num-records", "-5"},
 		{"consume", "--topic", "x", "--fetch-max-bytes", "0"},
+		{"consume", "--topic", "x", "--fetch-max-partition-bytes", "-1"},
 		{"consume", "--topic", "x", "-o", "csv"},
 		{"consume", "--topic", "x", "extra"},
 	} {
