@@ -179,7 +179,7 @@ func encodeBatch(producerID int64, epoch int16, baseSeq int32, firstTS int64, re
 	b = kbin.AppendInt32(b, int32(len(recs)))
 	b = append(b, records...)
 	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[crcStart:], crc32.MakeTable(crc32.Castagnoli)))
+	binary.BigEndian.PutUint32(b[17:], crc32c(b[crcStart:]))
 	return b
 }
 
@@ -244,7 +244,7 @@ func recordsOf(b []byte) ([]rawRecord, error) {
 		if attr := binary.BigEndian.Uint16(batch[21:]); attr&7 != 0 {
 			return nil, fmt.Errorf("batch at offset %d is compressed (attributes %#x)", base, attr)
 		}
-		if crc := crc32.Checksum(batch[21:], crc32.MakeTable(crc32.Castagnoli)); crc != binary.BigEndian.Uint32(batch[17:]) {
+		if crc := crc32c(batch[21:]); crc != binary.BigEndian.Uint32(batch[17:]) {
 			return nil, fmt.Errorf("batch at offset %d fails its CRC", base)
 		}
 		firstTS := int64(binary.BigEndian.Uint64(batch[27:]))
@@ -269,3 +269,5 @@ func recordsOf(b []byte) ([]rawRecord, error) {
 	}
 	return out, nil
 }
+
+func crc32c(b []byte) uint32 { return crc32.Checksum(b, crc32.MakeTable(crc32.Castagnoli)) }
