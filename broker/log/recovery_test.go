@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -318,8 +319,14 @@ func TestRecoverHugeLength(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
 	l = openLog(t, dir, testConfig())
+	runtime.ReadMemStats(&after)
 	defer l.Close()
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 64<<20 {
+		t.Fatalf("recovery allocated %d bytes", grew)
+	}
 	if l.LogEndOffset() != 4 || !bytes.Equal(readAll(t, l, 0), bytes.Join(batches, nil)) {
 		t.Fatalf("LEO %d", l.LogEndOffset())
 	}
