@@ -199,8 +199,17 @@ func checkClientBatch(h BatchHeader, cfg Config, now int64) error {
 
 // AppendAsLeader validates the records of a produce request, assigns offsets,
 // the leader epoch and (with LogAppendTime) timestamps in place, and writes
-// all batches with one write. Errors are kerr values (possibly wrapped) and
-// mean nothing was written.
+// all batches with one write. Errors wrap kerr values (use errors.As or
+// errors.Is) and mean nothing was written, with one exception: when
+// flush.messages makes the append fsync and that fails, the result is filled
+// in and the error wraps kerr.KafkaStorageError.
+//
+// Idempotent batches (producer id >= 0) follow Kafka: a repeat of one of the
+// producer's last five batches returns Duplicate with the original offsets; an
+// older epoch is INVALID_PRODUCER_EPOCH; a sequence gap, or a new epoch not
+// starting at 0, is OUT_OF_ORDER_SEQUENCE_NUMBER. A producer the partition
+// does not know may start at any sequence (KIP-360), except on a partition
+// that never held a record, where it must start at 0 (KAFKA-15591).
 func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendResult, error) {
 	cfg := l.config()
 	hdrs, err := ValidateBatches(records, cfg.MaxMessageBytes)
