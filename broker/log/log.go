@@ -29,9 +29,8 @@ type Log struct {
 	appendMu  sync.Mutex
 	producers *producerState // appendMu
 
-	flushMu        sync.Mutex
-	hwWritten      int64 // flushMu: the high watermark last checkpointed
-	logStartWriten int64 // flushMu: the log start offset last checkpointed
+	flushMu      sync.Mutex
+	checkpointed map[string]int64 // flushMu: the offset each checkpoint file holds
 
 	mu            sync.Mutex
 	cfg           Config
@@ -545,27 +544,47 @@ func (l *Log) flushLocked() error {
 	return l.writeCheckpointsLocked()
 }
 
-// writeCheckpointsLocked writes the offset checkpoints; flushMu is held.
+// checkpointValues are the offsets the checkpoint files should hold; mu is held.
+func (l *Log) checkpointValues() map[string]int64 {
+	return map[string]int64{
+		recoveryPointFile: l.recoveryPoint,
+		logStartFile:      l.logStart,
+		highWatermarkFile: l.hw,
+	}
+}
+
+// writeCheckpointsLocked rewrites the offset checkpoints whose value
+// changed; flushMu is held.
 func (l *Log) writeCheckpointsLocked() error {
 	l.mu.Lock()
-	rp, ls, hw := l.recoveryPoint, l.logStart, l.hw
+	vals := l.checkpointValues()
 	l.mu.Unlock()
-	err := errors.Join(
-		writeFileAtomic(l.dir, recoveryPointFile, encodeOffsetCheckpoint(l.dir, rp)),
-		writeFileAtomic(l.dir, logStartFile, encodeOffsetCheckpoint(l.dir, ls)),
-		writeFileAtomic(l.dir, highWatermarkFile, encodeOffsetCheckpoint(l.dir, hw)),
-	)
-	if err != nil {
-		return storageError("write checkpoints", err)
+	for name, off := range vals {
+		if old, ok := l.checkpointed[name]; ok && old == off {
+			continue
+		}
+		if err := writeFileAtomic(l.dir, name, encodeOffsetCheckpoint(l.dir, off)); err != nil {
+			return storageError("write checkpoints", err)
+		}
+		l.checkpointed[name] = off
 	}
-	l.hwWritten, l.logStartWriten = hw, ls
 	return nil
+}
+
+// checkpointsStale reports whether a checkpoint file lags; mu and flushMu are held.
+func (l *Log) checkpointsStale() bool {
+	for name, off := range l.checkpointValues() {
+		if old, ok := l.checkpointed[name]; !ok || old != off {
+			return true
+		}
+	}
+	return false
 }
 
 // MaybeFlush flushes when flush.ms has passed since the last flush or when a
 // rolled segment is not yet on stable storage (Kafka flushes a segment when
-// it rolls), and otherwise checkpoints a changed high watermark or log start
-// offset. The broker calls it periodically.
+// it rolls), and otherwise rewrites checkpoints whose value changed (the high
+// watermark, mostly). The broker calls it periodically.
 func (l *Log) MaybeFlush() error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
@@ -577,13 +596,13 @@ func (l *Log) MaybeFlush() error {
 	cfg, lastFlush := l.cfg, l.lastFlush
 	dirty := l.leo > l.recoveryPoint
 	rolled := l.recoveryPoint < l.active().base
-	hwChanged := l.hw != l.hwWritten || l.logStart != l.logStartWriten
+	stale := l.checkpointsStale()
 	l.mu.Unlock()
 	due := cfg.FlushIntervalMs != math.MaxInt64 && cfg.now().Sub(lastFlush).Milliseconds() >= cfg.FlushIntervalMs
 	if dirty && (due || rolled) {
 		return l.flushLocked()
 	}
-	if hwChanged {
+	if stale {
 		return l.writeCheckpointsLocked()
 	}
 	return nil

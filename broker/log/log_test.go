@@ -733,8 +733,8 @@ func TestMaybeFlush(t *testing.T) {
 	if err := l.MaybeFlush(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, recoveryPointFile)); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("flushed before flush.ms: %v", err)
+	if rp, _, err := readOffsetCheckpoint(filepath.Join(dir, recoveryPointFile)); err != nil || rp != 0 {
+		t.Fatalf("flushed before flush.ms: recovery point %d, %v", rp, err)
 	}
 	clock.advance(2 * time.Second)
 	if err := l.MaybeFlush(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,12 +29,12 @@ func Open(dir string, cfg Config, logger *slog.Logger) (*Log, error) {
 		return nil, fmt.Errorf("open log: %w", err)
 	}
 	l := &Log{
-		dir:       dir,
-		logger:    logger,
-		cfg:       cfg,
-		producers: newProducerState(),
-		lastFlush: cfg.now(),
-		hwWritten: -1,
+		dir:          dir,
+		logger:       logger,
+		cfg:          cfg,
+		producers:    newProducerState(),
+		lastFlush:    cfg.now(),
+		checkpointed: make(map[string]int64),
 	}
 	marker := filepath.Join(dir, cleanShutdownFile)
 	_, err := os.Stat(marker)
@@ -79,7 +80,7 @@ func (l *Log) load(clean bool) error {
 	if err != nil {
 		l.logger.Warn("ignoring unreadable leader epoch checkpoint", "dir", l.dir, "err", err)
 	}
-	l.epochs.entries = epochs
+	l.epochs.entries = slices.Clone(epochs)
 
 	recoverFrom := len(bases)
 	for i, base := range bases {
@@ -143,12 +144,13 @@ func (l *Log) load(clean bool) error {
 		l.leo = l.logStart
 	}
 	l.hw = min(max(hw, l.logStart), l.leo)
-	l.hwWritten = hw
 
 	l.epochs.truncateFromEnd(l.leo)
 	l.epochs.truncateFromStart(l.logStart)
-	if err := l.writeEpochCheckpoint(); err != nil {
-		return err
+	if !slices.Equal(l.epochs.entries, epochs) {
+		if err := l.writeEpochCheckpoint(); err != nil {
+			return err
+		}
 	}
 	if err := l.rebuildProducerState(); err != nil {
 		return err
@@ -209,6 +211,9 @@ func (l *Log) readCheckpoint(name string) (int64, bool) {
 	if err != nil {
 		l.logger.Warn("ignoring unreadable checkpoint", "dir", l.dir, "file", name, "err", err)
 		return 0, false
+	}
+	if ok {
+		l.checkpointed[name] = off
 	}
 	return off, ok
 }
