@@ -8,6 +8,7 @@ import (
 	"github.com/ktoolhq/ktool/tools/consume"
 	"github.com/ktoolhq/ktool/tools/controller"
 	"github.com/ktoolhq/ktool/tools/election"
+	"github.com/ktoolhq/ktool/tools/group"
 	"github.com/ktoolhq/ktool/tools/logdump"
 	"github.com/ktoolhq/ktool/tools/perf"
 	plugincmd "github.com/ktoolhq/ktool/tools/plugin"
@@ -46,6 +47,7 @@ groups, console produce and consume, and performance tests.`,
 		zk.NewCommand(f),
 		produce.NewCommand(f, nil),
 		consume.NewCommand(f, nil),
+		group.NewCommand(f),
 		profile.NewCommand(f),
 		plugincmd.NewCommand(f),
 		plugincmd.NewServeCommand(f),
