@@ -32,6 +32,9 @@ func handleStopReplica(b *Broker, rc *reqCtx, r kmsg.Request, respond func(proto
 		tp := replica.TP{Topic: topic, Partition: p}
 		err := b.replicas.StopReplica(req.ControllerEpoch, tp, del)
 		b.onStopReplica(tp)
+		if del {
+			b.forgetTopicOverrides(topic)
+		}
 		rp := kmsg.NewStopReplicaResponsePartition()
 		rp.Topic, rp.Partition, rp.ErrorCode = topic, p, errorCode(err)
 		if err != nil {

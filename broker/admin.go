@@ -254,10 +254,36 @@ type topicConfigs struct {
 	m  map[string]map[string]string
 }
 
+// topicOverrides returns a topic's config overrides, reading /config/topics/<topic>
+// the first time a topic is seen (a broker learns a new topic's configs when it
+// first hosts or serves it, as Kafka's log manager does).
 func (b *Broker) topicOverrides(topic string) map[string]string {
 	b.tcfg.mu.RLock()
-	defer b.tcfg.mu.RUnlock()
-	return b.tcfg.m[topic]
+	m, ok := b.tcfg.m[topic]
+	b.tcfg.mu.RUnlock()
+	if ok {
+		return m
+	}
+	s := b.Store()
+	if s == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	data, _, err := s.Get(ctx, zkdata.ConfigTopicPath(topic))
+	switch {
+	case err == nil:
+		if m, err = zkdata.DecodeConfig(data); err != nil {
+			b.logger.Warn("unreadable topic config", "topic", topic, "err", err)
+			return nil
+		}
+	case errors.Is(err, coord.ErrNoNode):
+		m = map[string]string{}
+	default:
+		return nil // store unreachable: defaults for now, retried on the next call
+	}
+	b.setTopicOverrides(topic, m)
+	return m
 }
 
 func (b *Broker) setTopicOverrides(topic string, m map[string]string) {
@@ -266,6 +292,14 @@ func (b *Broker) setTopicOverrides(topic string, m map[string]string) {
 		b.tcfg.m = map[string]map[string]string{}
 	}
 	b.tcfg.m[topic] = m
+	b.tcfg.mu.Unlock()
+}
+
+// forgetTopicOverrides drops a deleted topic's cached overrides, so a topic
+// created again under the same name starts from its own configs.
+func (b *Broker) forgetTopicOverrides(topic string) {
+	b.tcfg.mu.Lock()
+	delete(b.tcfg.m, topic)
 	b.tcfg.mu.Unlock()
 }
 
