@@ -56,11 +56,12 @@
 // Read finds the batch holding an offset through the offset index and 61-byte
 // header reads, extends the region to the last index entry that fits the
 // limits and then header by header, and returns a file region of whole
-// batches of one segment; Region.WriteTo sends it with sendfile at its own
-// offset. No record byte is read into memory. Regions hold a reference to
-// the segment's files: retention and truncation unlink files at once but
-// close them only when the last region is released, and a segment cut while
-// regions of it are held is copied first, so a region's bytes never change.
+// batches of one segment, for the caller to send with sendfile at the
+// region's own offset. No record byte is read into memory. Regions hold a
+// reference to the segment's files: retention and truncation unlink files at
+// once but close them only when the last region is released, and a segment
+// cut while regions of it are held is copied first, so a region's bytes never
+// change.
 //
 // # Flushing and recovery
 //

@@ -2,10 +2,8 @@ package log
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"sort"
-	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -25,22 +23,6 @@ func (r *Region) Release() {
 		r.files.release()
 		r.files = nil
 	}
-}
-
-// WriteTo sends the region to w: with sendfile(2) at the region's own offset
-// when w is a socket or file, so concurrent regions of one segment never share
-// a file position, and by copying otherwise. A fetch response writes its
-// other bytes to the same w before and after.
-func (r *Region) WriteTo(w io.Writer) (int64, error) {
-	if r.Len == 0 {
-		return 0, nil
-	}
-	if sc, ok := w.(syscall.Conn); ok {
-		if n, handled, err := sendfile(sc, r.File, r.Pos, r.Len); handled {
-			return n, err
-		}
-	}
-	return io.Copy(w, io.NewSectionReader(r.File, r.Pos, r.Len))
 }
 
 // Read returns whole batches starting with the one that holds offset: at most
