@@ -89,6 +89,33 @@ func (t *fetchTimer) until(last time.Time) (*Latency, int64) {
 	return summarize(h), h.TotalCount()
 }
 
+// joinTimer remembers when the group first gave this member partitions, so
+// the time spent joining (Kafka delays a new group's first rebalance by
+// group.initial.rebalance.delay.ms) is reported apart from fetching.
+type joinTimer struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+func (j *joinTimer) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	if len(assigned) == 0 {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.at.IsZero() {
+		j.at = time.Now()
+	}
+}
+
+// joined returns the first assignment time, zero before it (and always
+// without a group).
+func (j *joinTimer) joined() time.Time {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.at
+}
+
 // RunConsume reads records from Topic from the earliest offset (or the
 // group's committed offsets) and prints the summary.
 func RunConsume(ctx context.Context, f *cmdutil.Factory, o *ConsumeOptions) error {
@@ -99,6 +126,7 @@ func RunConsume(ctx context.Context, f *cmdutil.Factory, o *ConsumeOptions) erro
 		return err
 	}
 	timer := &fetchTimer{}
+	join := &joinTimer{}
 	opts := []kgo.Opt{
 		kgo.ConsumeTopics(o.Topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -107,7 +135,7 @@ func RunConsume(ctx context.Context, f *cmdutil.Factory, o *ConsumeOptions) erro
 		kgo.WithHooks(timer),
 	}
 	if o.Group != "" {
-		opts = append(opts, kgo.ConsumerGroup(o.Group))
+		opts = append(opts, kgo.ConsumerGroup(o.Group), kgo.OnPartitionsAssigned(join.onAssigned))
 	}
 	cl, err := f.Client(opts...)
 	if err != nil {
@@ -115,7 +143,7 @@ func RunConsume(ctx context.Context, f *cmdutil.Factory, o *ConsumeOptions) erro
 	}
 	defer cl.Close()
 
-	res, err := consume(ctx, f, cl, o, timer)
+	res, err := consume(ctx, f, cl, o, timer, join)
 	if res != nil {
 		if perr := printResult(f.IO.Out, &o.Output, res, "fetch latency"); perr != nil {
 			return perr
@@ -126,7 +154,7 @@ func RunConsume(ctx context.Context, f *cmdutil.Factory, o *ConsumeOptions) erro
 
 // consume polls until NumRecords arrived or none came for Timeout. A run cut
 // short by the timeout returns its partial result along with the error.
-func consume(ctx context.Context, f *cmdutil.Factory, cl *kgo.Client, o *ConsumeOptions, timer *fetchTimer) (*Result, error) {
+func consume(ctx context.Context, f *cmdutil.Factory, cl *kgo.Client, o *ConsumeOptions, timer *fetchTimer, join *joinTimer) (*Result, error) {
 	var records, size atomic.Int64
 	prog := maybeProgress(f, "consumed", o.NumRecords, func() (int64, int64) {
 		return records.Load(), size.Load()
@@ -134,6 +162,7 @@ func consume(ctx context.Context, f *cmdutil.Factory, cl *kgo.Client, o *Consume
 	defer prog.stop()
 
 	start := time.Now()
+	// last is when the latest record arrived, or when fetching could begin.
 	last := start
 	for o.NumRecords == 0 || records.Load() < o.NumRecords {
 		pctx, cancel := context.WithDeadline(ctx, last.Add(o.Timeout))
@@ -163,13 +192,27 @@ func consume(ctx context.Context, f *cmdutil.Factory, cl *kgo.Client, o *Consume
 		})
 		if got {
 			last = time.Now()
-		} else if idle {
+			continue
+		}
+		if at := join.joined(); records.Load() == 0 && at.After(last) {
+			last = at // waiting for the group is not waiting for records
+			continue
+		}
+		if idle {
 			break
 		}
 	}
 	prog.stop()
 
-	res := newResult(records.Load(), size.Load(), last.Sub(start))
+	if o.Group != "" && join.joined().IsZero() {
+		return nil, fmt.Errorf("group %s assigned no partitions of %s within %s (--timeout); a new group's first rebalance is delayed by the broker's group.initial.rebalance.delay.ms", o.Group, o.Topic, o.Timeout)
+	}
+	fetchStart := start
+	if at := join.joined(); !at.IsZero() && at.Before(last) {
+		fetchStart = at
+	}
+	res := newResult(records.Load(), size.Load(), last.Sub(fetchStart))
+	res.RebalanceSeconds = fetchStart.Sub(start).Seconds()
 	res.Latency, res.Fetches = timer.until(last)
 	if o.NumRecords > 0 && res.Records < o.NumRecords {
 		return res, fmt.Errorf("consumed %d of %d records: none arrived for %s (--timeout)", res.Records, o.NumRecords, o.Timeout)
@@ -185,7 +228,8 @@ func newConsumeCommand(f *cmdutil.Factory) *cobra.Command {
 		Long: `Consume a topic from the earliest offset (or from the group's committed
 offsets with --group) and report records/s, MB/s (keys and values) and the
 round trip of the Fetch requests that delivered records (avg, p50, p99, p99.9,
-max). The run stops after --num-records records, or when no record arrived for
+max). With --group, the time until the group assigns partitions is reported
+as rebalance seconds and left out of the rates. The run stops after --num-records records, or when no record arrived for
 --timeout (the global flag, default 10s). Progress is shown on stderr when stdout
 is a terminal.`,
 		Example: `  ktool perf consume --topic bench --num-records 1000000

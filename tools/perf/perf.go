@@ -35,6 +35,9 @@ type Result struct {
 	Latency       *Latency `json:"latency_ms,omitempty" yaml:"latency_ms,omitempty"`
 	// Fetches is how many fetch round trips the consume latency covers.
 	Fetches int64 `json:"fetches,omitempty" yaml:"fetches,omitempty"`
+	// RebalanceSeconds is how long a group consumer waited for its first
+	// assignment; Seconds starts after it.
+	RebalanceSeconds float64 `json:"rebalance_seconds,omitempty" yaml:"rebalance_seconds,omitempty"`
 }
 
 // Latency summarises a latency histogram in milliseconds.
@@ -98,6 +101,9 @@ func printResult(w io.Writer, out *cmdutil.OutputFlag, r *Result, latencyName st
 			{"seconds", fmt.Sprintf("%.3f", r.Seconds)},
 			{"records/s", fmt.Sprintf("%.1f", r.RecordsPerSec)},
 			{"MB/s", fmt.Sprintf("%.2f", r.MBPerSec)},
+		}
+		if r.RebalanceSeconds > 0 {
+			rows = append(rows, []string{"rebalance seconds", fmt.Sprintf("%.3f", r.RebalanceSeconds)})
 		}
 		if r.Fetches > 0 {
 			rows = append(rows, []string{"fetches", fmt.Sprint(r.Fetches)})

@@ -145,6 +145,13 @@ func TestConsumeAsGroupMember(t *testing.T) {
 	if c.Records != 500 || c.Bytes != 5000 {
 		t.Fatalf("consumed %d records %d bytes, want 500, 5000", c.Records, c.Bytes)
 	}
+	if c.RebalanceSeconds <= 0 {
+		t.Fatalf("group join time not reported: %+v", c)
+	}
+	d := e.runJSON(t, "consume", "--topic", "g", "--num-records", "500")
+	if d.RebalanceSeconds != 0 {
+		t.Fatalf("rebalance time reported without a group: %+v", d)
+	}
 }
 
 func TestConsumeStopsWhenIdle(t *testing.T) {
@@ -347,5 +354,17 @@ func TestProduceHonoursThroughputCap(t *testing.T) {
 	offsets.Each(func(o kadm.ListedOffset) { total += o.Offset })
 	if total != 500 {
 		t.Fatalf("topic holds %d records, want 500", total)
+	}
+}
+
+func TestConsumeGroupNotAssignedInTime(t *testing.T) {
+	e := newEnv(t)
+	e.runJSON(t, "produce", "--topic", "late", "--num-records", "10")
+	// A joining member needs several round trips; a nanosecond is never enough.
+	o := &ConsumeOptions{Topic: "late", Group: "late-g", Timeout: time.Nanosecond,
+		FetchMaxBytes: 1 << 20, FetchMaxPartitionBytes: 1 << 20}
+	err := RunConsume(testCtx(t), e.f, o)
+	if err == nil || !strings.Contains(err.Error(), "assigned no partitions") {
+		t.Fatalf("got %v, want an error saying the group assigned nothing", err)
 	}
 }
