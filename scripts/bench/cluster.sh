@@ -1,0 +1,272 @@
+#!/usr/bin/env bash
+# cluster.sh measures ktool brokers as a ZooKeeper-mode cluster, on this
+# machine, with everything on 127.0.0.1:
+#
+#  1. Produce throughput with replication: 3 brokers, RF=3, acks=all
+#     (min.insync.replicas=2), against one broker with RF=1 and acks=1, with
+#     the same client (`ktool perf produce`, 100-byte records) in the same
+#     run, and the ratio of the two.
+#  2. Failover time with 1,000 partitions (RF=3) on 3 brokers:
+#     SIGKILL the broker leading the most partitions and time from its
+#     ZooKeeper session expiry (/brokers/ids/N deleted, seen by a watch) to
+#     every partition having a live leader in every live broker's metadata;
+#     SIGTERM (controlled shutdown) and time from the signal to no partition
+#     led by that broker. scripts/bench/failover does the measuring.
+#
+# Everything started here is stopped on exit. Figures and commands of a run
+# are in scripts/bench/RESULTS-cluster.md.
+set -euo pipefail
+
+usage() {
+	cat <<'EOF2'
+usage: scripts/bench/cluster.sh [options]
+
+  -n, --records N              records per throughput run, 100-byte values (default 1000000)
+  -p, --partitions P           partitions of the throughput topics (default 6)
+  -f, --failover-partitions N  partitions of the failover topic, RF=3 (default 1000)
+  -r, --rounds R               SIGKILL and SIGTERM measurements each (default 3)
+      --skip-throughput        only the failover measurements
+      --skip-failover          only the throughput measurements
+      --keep                   keep the work directory (binaries, logs, results)
+  -h, --help                   this help
+
+Brokers run with zookeeper.session.timeout.ms=6000 and replica.lag.time.max.ms=5000.
+MB = 2^20 bytes.
+EOF2
+}
+
+records=1000000
+partitions=6
+failover_partitions=1000
+rounds=3
+skip_throughput=0
+skip_failover=0
+keep=0
+while [[ $# -gt 0 ]]; do
+	case "$1" in
+	-n | --records) records="$2"; shift 2 ;;
+	-p | --partitions) partitions="$2"; shift 2 ;;
+	-f | --failover-partitions) failover_partitions="$2"; shift 2 ;;
+	-r | --rounds) rounds="$2"; shift 2 ;;
+	--skip-throughput) skip_throughput=1; shift ;;
+	--skip-failover) skip_failover=1; shift ;;
+	--keep) keep=1; shift ;;
+	-h | --help) usage; exit 0 ;;
+	*) echo "cluster.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
+	esac
+done
+for v in "$records" "$partitions" "$failover_partitions" "$rounds"; do
+	if ! [[ "$v" =~ ^[1-9][0-9]*$ ]]; then
+		echo "cluster.sh: counts must be positive integers, got $v" >&2
+		exit 2
+	fi
+done
+if [[ $skip_throughput -eq 1 && $skip_failover -eq 1 ]]; then
+	echo "cluster.sh: nothing to measure (both parts skipped)" >&2
+	exit 2
+fi
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+work="$(mktemp -d "${TMPDIR:-/tmp}/ktool-cluster-bench.XXXXXX")"
+zk_pid=""
+declare -A broker_pid=() broker_port=()
+
+cleanup() {
+	local id
+	for id in "${!broker_pid[@]}"; do
+		stop_pid "${broker_pid[$id]}"
+	done
+	[[ -n "$zk_pid" ]] && stop_pid "$zk_pid"
+	if [[ $keep -eq 1 ]]; then
+		echo "work directory kept: $work" >&2
+	else
+		rm -rf "$work"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+log() { echo "cluster-bench: $*" >&2; }
+die() { echo "cluster.sh: $*" >&2; exit 1; }
+
+# stop_pid PID stops a process started here (SIGTERM, then SIGKILL after 60 s).
+stop_pid() {
+	local pid="$1" i
+	kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+	kill "$pid" 2>/dev/null || true
+	for i in $(seq 1 600); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -9 "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+
+# json_num KEY FILE prints the number under "KEY" in ktool's indented JSON.
+json_num() {
+	awk -v k="\"$1\":" '$1 == k { v = $2; sub(/,$/, "", v); print v; exit }' "$2"
+}
+
+# kv KEY FILE prints the value of a key=value line.
+kv() { awk -F= -v k="$1" '$1 == k { print $2; exit }' "$2"; }
+
+# free_port prints a TCP port on 127.0.0.1 that nothing listens on.
+free_port() {
+	local port
+	for _ in $(seq 1 100); do
+		port=$((20000 + RANDOM % 20000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			echo "$port"
+			return 0
+		fi
+	done
+	die "no free port found"
+}
+
+# wait_line FILE PATTERN PID waits up to 120 s for PATTERN in FILE while PID lives.
+wait_line() {
+	local file="$1" pattern="$2" pid="$3"
+	for _ in $(seq 1 1200); do
+		grep -q -- "$pattern" "$file" 2>/dev/null && return 0
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+# start_broker ID CHROOT [OVERRIDE...] starts broker ID (data in $work/CHROOT-ID)
+# and waits until it is ready; its port stays the same across restarts.
+start_broker() {
+	local id="$1" chroot="$2" dir args=() o
+	shift 2
+	dir="$work/$chroot-$id"
+	mkdir -p "$dir/data"
+	[[ -n "${broker_port[$id]:-}" ]] || broker_port[$id]="$(free_port)"
+	args=(broker start --broker-id "$id" --listeners "PLAINTEXT://127.0.0.1:${broker_port[$id]}"
+		--log-dirs "$dir/data" --zookeeper "$zk_addr/$chroot"
+		--override zookeeper.session.timeout.ms=6000 --override replica.lag.time.max.ms=5000)
+	for o in "$@"; do
+		args+=(--override "$o")
+	done
+	: >"$dir/stdout"
+	"$work/ktool" "${args[@]}" >>"$dir/stdout" 2>>"$dir/broker.log" &
+	broker_pid[$id]=$!
+	if ! wait_line "$dir/stdout" "ktool broker $id ready" "${broker_pid[$id]}"; then
+		tail -n 40 "$dir/broker.log" >&2
+		die "broker $id did not start"
+	fi
+}
+
+# stop_broker ID stops broker ID with SIGTERM and forgets it.
+stop_broker() {
+	stop_pid "${broker_pid[$1]}"
+	unset "broker_pid[$1]"
+}
+
+brokers_csv() {
+	local id out=()
+	for id in $(printf '%s\n' "${!broker_port[@]}" | sort -n); do
+		out+=("127.0.0.1:${broker_port[$id]}")
+	done
+	local IFS=,
+	echo "${out[*]}"
+}
+
+pids_csv() {
+	local id out=()
+	for id in $(printf '%s\n' "${!broker_pid[@]}" | sort -n); do
+		out+=("$id=${broker_pid[$id]}")
+	done
+	local IFS=,
+	echo "${out[*]}"
+}
+
+log "building into $work"
+(cd "$repo" && go build -o "$work/ktool" ./cmd/ktool && go build -o "$work/failover" ./scripts/bench/failover)
+
+zk_port="$(free_port)"
+zk_addr="127.0.0.1:$zk_port"
+"$work/failover" zookeeper --dir "$work/zk" --port "$zk_port" >"$work/zk.out" 2>"$work/zk.log" &
+zk_pid=$!
+wait_line "$work/zk.out" "^ready" "$zk_pid" || { cat "$work/zk.log" >&2; die "ZooKeeper did not start"; }
+log "ZooKeeper on $zk_addr"
+
+if [[ $skip_throughput -eq 0 ]]; then
+	log "one broker: $records records, RF=1, acks=1"
+	start_broker 1 single
+	"$work/ktool" --brokers "$(brokers_csv)" perf produce --topic bench-rf1 --num-records "$records" \
+		--record-size 100 --acks 1 --partitions "$partitions" --replication-factor 1 -o json >"$work/rf1.json"
+	stop_broker 1
+	broker_port=()
+
+	log "three brokers: $records records, RF=3, acks=all, min.insync.replicas=2"
+	for id in 1 2 3; do
+		start_broker "$id" cluster min.insync.replicas=2
+	done
+	"$work/ktool" --brokers "$(brokers_csv)" perf produce --topic bench-rf3 --num-records "$records" \
+		--record-size 100 --acks all --partitions "$partitions" --replication-factor 3 -o json >"$work/rf3.json"
+fi
+
+if [[ $skip_failover -eq 0 ]]; then
+	if [[ ${#broker_pid[@]} -eq 0 ]]; then
+		for id in 1 2 3; do
+			start_broker "$id" cluster min.insync.replicas=2
+		done
+	fi
+	log "failover: topic with $failover_partitions partitions, RF=3"
+	"$work/ktool" --brokers "$(brokers_csv)" --timeout 2m topic create failover \
+		--partitions "$failover_partitions" --replication-factor 3 >"$work/create.out"
+	"$work/failover" wait --brokers "$(brokers_csv)" --topic failover --partitions "$failover_partitions" --live 3
+	for mode in kill term; do
+		for r in $(seq 1 "$rounds"); do
+			out="$work/failover.$mode.$r"
+			"$work/failover" measure --brokers "$(brokers_csv)" --zookeeper "$zk_addr/cluster" \
+				--topic failover --mode "$mode" --pids "$(pids_csv)" >"$out"
+			victim="$(kv victim "$out")"
+			wait "${broker_pid[$victim]}" 2>/dev/null || true
+			unset "broker_pid[$victim]"
+			log "$mode round $r: $(tr '\n' ' ' <"$out")"
+			start_broker "$victim" cluster min.insync.replicas=2
+			"$work/failover" wait --brokers "$(brokers_csv)" --topic failover --partitions "$failover_partitions" --live 3
+			# Give leadership back to the preferred replicas, so every round
+			# starts from a balanced cluster.
+			"$work/ktool" --brokers "$(brokers_csv)" --timeout 2m elect --preferred --topic failover >/dev/null
+		done
+	done
+fi
+
+# Report.
+summary() { # summary KEY MODE: min / median / max over the rounds
+	local mode="$2" r vals=()
+	for r in $(seq 1 "$rounds"); do
+		vals+=("$(kv "$1" "$work/failover.$mode.$r")")
+	done
+	printf '%s\n' "${vals[@]}" | sort -g | awk '{ v[NR] = $1 } END { printf "%s / %s / %s", v[1], v[int((NR + 1) / 2)], v[NR] }'
+}
+echo
+if [[ $skip_throughput -eq 0 ]]; then
+	echo "produce throughput: $records x 100 B records, $partitions partitions, ktool perf produce"
+	printf "%-34s %14s %10s %10s %10s\n" "" "records/s" "MB/s" "p50 ms" "p99 ms"
+	for f in rf1 rf3; do
+		label="1 broker, RF=1, acks=1"
+		[[ $f == rf3 ]] && label="3 brokers, RF=3, acks=all"
+		printf "%-34s %14.0f %10.2f %10.3f %10.3f\n" "$label" \
+			"$(json_num records_per_sec "$work/$f.json")" "$(json_num mb_per_sec "$work/$f.json")" \
+			"$(json_num p50 "$work/$f.json")" "$(json_num p99 "$work/$f.json")"
+	done
+	awk -v a="$(json_num records_per_sec "$work/rf3.json")" -v b="$(json_num records_per_sec "$work/rf1.json")" \
+		'BEGIN { printf "ratio RF=3 acks=all / RF=1 acks=1: %.2f\n", a / b }'
+	echo
+fi
+if [[ $skip_failover -eq 0 ]]; then
+	echo "failover: $failover_partitions partitions, RF=3, 3 brokers, $rounds rounds each (min / median / max, ms)"
+	echo "  SIGKILL, signal to session expiry:           $(summary signal_to_expiry_ms kill)"
+	echo "  SIGKILL, session expiry to all partitions led: $(summary expiry_to_all_led_ms kill)"
+	echo "  SIGTERM, signal to no partition led by it:   $(summary signal_to_none_led_ms term)"
+	echo "  SIGTERM, signal to deregistration:           $(summary signal_to_deregistered_ms term)"
+	for r in $(seq 1 "$rounds"); do
+		echo "  kill round $r: victim $(kv victim "$work/failover.kill.$r") led $(kv victim_leaders "$work/failover.kill.$r") partitions;" \
+			"term round $r: victim $(kv victim "$work/failover.term.$r") led $(kv victim_leaders "$work/failover.term.$r")"
+	done
+fi
