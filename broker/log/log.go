@@ -32,6 +32,8 @@ type Log struct {
 	flushMu      sync.Mutex
 	checkpointed map[string]int64 // flushMu: the offset each checkpoint file holds
 
+	epochFileMu sync.Mutex // serializes writes of the leader epoch checkpoint
+
 	mu            sync.Mutex
 	cfg           Config
 	segs          []*segment
@@ -41,6 +43,7 @@ type Log struct {
 	recoveryPoint int64
 	lastFlush     time.Time
 	epochs        epochCache
+	epochsDirty   bool // the epoch checkpoint is behind the cache
 	closed        bool
 }
 
@@ -147,19 +150,29 @@ func (l *Log) AssignEpochStart(epoch int32, offset int64) {
 func (l *Log) assignEpoch(epoch int32, offset int64) error {
 	l.mu.Lock()
 	changed := l.epochs.assign(epoch, offset)
-	entries := l.epochs.clone()
 	l.mu.Unlock()
 	if !changed {
 		return nil
 	}
-	return writeFileAtomic(l.dir, leaderEpochFile, encodeEpochCheckpoint(entries))
+	return l.writeEpochCheckpoint()
 }
 
+// writeEpochCheckpoint writes the current epoch cache. A failed write leaves
+// the cache marked so that the next flush retries it.
 func (l *Log) writeEpochCheckpoint() error {
+	l.epochFileMu.Lock()
+	defer l.epochFileMu.Unlock()
 	l.mu.Lock()
 	entries := l.epochs.clone()
+	l.epochsDirty = false
 	l.mu.Unlock()
-	return writeFileAtomic(l.dir, leaderEpochFile, encodeEpochCheckpoint(entries))
+	err := writeFileAtomic(l.dir, leaderEpochFile, encodeEpochCheckpoint(entries))
+	if err != nil {
+		l.mu.Lock()
+		l.epochsDirty = true
+		l.mu.Unlock()
+	}
+	return err
 }
 
 func (l *Log) active() *segment { return l.segs[len(l.segs)-1] }
@@ -446,9 +459,11 @@ func (l *Log) appendLocked(data []byte, hdrs []BatchHeader, cfg Config, now time
 	l.leo = s.next
 	l.mu.Unlock()
 
+	// The records are in the log now, so a failed epoch checkpoint does not
+	// fail the append: the cache is right and the next flush rewrites it.
 	for _, h := range hdrs {
 		if err := l.assignEpoch(h.PartitionLeaderEpoch, h.BaseOffset); err != nil {
-			return storageError("write leader epoch checkpoint", err)
+			l.logger.Error("writing leader epoch checkpoint", "dir", l.dir, "err", err)
 		}
 	}
 	return nil
@@ -540,7 +555,13 @@ func (l *Log) flushLocked() error {
 	if target > l.recoveryPoint {
 		l.recoveryPoint = target
 	}
+	epochsDirty := l.epochsDirty
 	l.mu.Unlock()
+	if epochsDirty {
+		if err := l.writeEpochCheckpoint(); err != nil {
+			return storageError("write leader epoch checkpoint", err)
+		}
+	}
 	return l.writeCheckpointsLocked()
 }
 

@@ -955,3 +955,26 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+func TestEpochCheckpointFailureDoesNotFailAppend(t *testing.T) {
+	l, dir := newLog(t, testConfig())
+	mustAppend(t, l, makeBatch(t, plain(1, 0)), 1)
+	// A directory where the temporary checkpoint goes makes the write fail.
+	tmp := filepath.Join(dir, leaderEpochFile+tmpSuffix)
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res := mustAppend(t, l, makeBatch(t, plain(1, 0)), 2)
+	if res.BaseOffset != 1 || l.LatestEpoch() != 2 {
+		t.Fatalf("append %+v, epoch %d", res, l.LatestEpoch())
+	}
+	if err := os.Remove(tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, filepath.Join(dir, leaderEpochFile)); got != "0\n2\n1 0\n2 1\n" {
+		t.Fatalf("epoch checkpoint after flush: %q", got)
+	}
+}
