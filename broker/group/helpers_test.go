@@ -18,11 +18,12 @@ import (
 // memLog is an in-memory append-only __consumer_offsets: a list of batches per
 // partition with offsets assigned as a leader would.
 type memLog struct {
-	mu        sync.Mutex
-	batches   map[int32][][]byte
-	next      map[int32]int64
-	appendErr error
-	scanGate  chan struct{} // when set, Scan waits for it to close
+	mu         sync.Mutex
+	batches    map[int32][][]byte
+	next       map[int32]int64
+	appendErr  error
+	appendGate chan struct{} // when set, Append waits for it to close
+	scanGate   chan struct{} // when set, Scan waits for it to close
 }
 
 func newMemLog() *memLog {
@@ -39,6 +40,16 @@ func (l *memLog) Append(ctx context.Context, p int32, batch []byte) (int64, erro
 	}
 	if h.Size() != len(batch) || h.ProducerID != -1 || h.CodecID() != 0 {
 		return -1, errors.New("memLog: unexpected batch header")
+	}
+	l.mu.Lock()
+	gate := l.appendGate
+	l.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return -1, ctx.Err()
+		}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -709,12 +709,10 @@ func (c *Coordinator) LeaveGroup(ctx context.Context, req *kmsg.LeaveGroupReques
 	}
 	finish := func(top int16, codes []int16) {
 		resp.ErrorCode = top
-		for i, lm := range leaving {
+		for i, code := range codes {
 			rm := kmsg.NewLeaveGroupResponseMember()
-			rm.MemberID, rm.InstanceID = lm.MemberID, lm.InstanceID
-			if i < len(codes) {
-				rm.ErrorCode = codes[i]
-			}
+			rm.MemberID, rm.InstanceID = leaving[i].MemberID, leaving[i].InstanceID
+			rm.ErrorCode = code
 			resp.Members = append(resp.Members, rm)
 		}
 		if req.GetVersion() < 3 {

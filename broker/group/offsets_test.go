@@ -162,6 +162,13 @@ func TestReloadAfterResign(t *testing.T) {
 	e.c.Resign(p)
 	wantCode(t, "parked join at resign", await(t, parked).ErrorCode, kerr.NotCoordinator)
 	wantCode(t, "heartbeat after resign", e.heartbeat("g", m.id, m.gen, nil), kerr.NotCoordinator)
+	lr := kmsg.NewPtrLeaveGroupRequest()
+	lr.Version = 3
+	lr.Group = "g"
+	lr.Members = []kmsg.LeaveGroupRequestMember{{MemberID: m.id}}
+	if resp := await(t, call(e.c.LeaveGroup, lr)); resp.ErrorCode != kerr.NotCoordinator.Code || len(resp.Members) != 0 {
+		t.Fatalf("leave after resign: %v, %d members", kerr.ErrorForCode(resp.ErrorCode), len(resp.Members))
+	}
 	if code, _ := e.fetchAll("g"); code != kerr.NotCoordinator.Code {
 		t.Fatalf("fetch after resign: %v", kerr.ErrorForCode(code))
 	}
@@ -387,5 +394,47 @@ func TestOffsetsExpiry(t *testing.T) {
 	e.waitLoaded()
 	if _, got := e.fetchAll("cg"); len(got) != 0 {
 		t.Fatalf("expired offsets came back: %v", got)
+	}
+}
+
+func TestConcurrentCommitsShareAppends(t *testing.T) {
+	e := newEnv(t, nil)
+	gate := make(chan struct{})
+	e.log.mu.Lock()
+	e.log.appendGate = gate
+	e.log.mu.Unlock()
+	const n = 50
+	var chans []<-chan *kmsg.OffsetCommitResponse
+	for i := range n {
+		r := kmsg.NewPtrOffsetCommitRequest()
+		r.Version = 8
+		r.Group = "busy"
+		r.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: int64(i), LeaderEpoch: -1}}}}
+		chans = append(chans, call(e.c.OffsetCommit, r))
+	}
+	for _, ch := range chans {
+		if !pending(ch) {
+			t.Fatal("a commit was acknowledged before its append")
+		}
+	}
+	e.log.mu.Lock()
+	e.log.appendGate = nil
+	e.log.mu.Unlock()
+	close(gate)
+	for _, ch := range chans {
+		wantCode(t, "commit", await(t, ch).Topics[0].Partitions[0].ErrorCode, nil)
+	}
+	p := e.c.PartitionFor("busy")
+	e.log.mu.Lock()
+	batches := len(e.log.batches[p])
+	e.log.mu.Unlock()
+	if batches >= n {
+		t.Fatalf("%d commits took %d appends: queued commits should share one", n, batches)
+	}
+	// The log's last record for the key and memory agree.
+	recs := e.log.records(t, p)
+	last, _ := parseRecord(recs[len(recs)-1].key, recs[len(recs)-1].value)
+	if _, got := e.fetchAll("busy"); got[topicPartition{"t", 0}] != last.offset.offset || last.offset.offset != n-1 {
+		t.Fatalf("memory %v, log's last %d", got, last.offset.offset)
 	}
 }
