@@ -128,6 +128,7 @@ func TestNoAcknowledgedWriteLost(t *testing.T) {
 		t.Logf("kill %d/%d: broker %d (%s): gone from metadata after %v, ISRs full after %v; %d records acknowledged so far",
 			i+1, kills, victim, role, gone.Round(time.Millisecond), healed.Round(time.Millisecond), prod.ackedCount())
 	}
+	t.Logf("the kills hit the controller %d times and partition leaders %d times", controllerKills, leaderKills)
 	if kills >= 3 && !t.Failed() && (controllerKills == 0 || leaderKills == 0) {
 		t.Errorf("the kills hit the controller %d times and partition leaders %d times; both must be hit", controllerKills, leaderKills)
 	}
