@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/ktoolhq/ktool/assignor"
+	"github.com/ktoolhq/ktool/plugins"
 	"github.com/ktoolhq/ktool/tools/cmdutil"
 )
 
@@ -27,6 +31,7 @@ type Options struct {
 	Count      int
 	Group      string
 	Assignor   string
+	PluginDir  string
 	Format     string
 	ExitAtEnd  bool
 }
@@ -43,6 +48,11 @@ func NewCommand(f *cmdutil.Factory, runF func(context.Context, *Options) error) 
 end of each partition) or @MS (the first record at or after epoch milliseconds
 MS). With --group the committed offsets win and --offset applies where the
 group has none.
+
+--assignor picks the group's partition assignor, a plugin: the built-ins
+range, roundrobin, sticky and cooperative-sticky, or an external assignor,
+an executable named ktool-assignor-NAME in the plugin directory (see
+` + "`ktool plugin list`" + `). Members of one group must agree on the assignor's name.
 
 -f format (kcat's): %t topic, %p partition, %o offset, %k key, %s value,
 %T timestamp (ms), %h headers (k=v,k=v), %K key length, %S value length,
@@ -65,37 +75,59 @@ group has none.
 	fl.Int32SliceVarP(&opts.Partitions, "partition", "p", nil, "only these partitions (repeatable or comma-separated)")
 	fl.IntVarP(&opts.Count, "count", "c", 0, "exit after this many records (0: no limit)")
 	fl.StringVarP(&opts.Group, "group", "g", "", "consume as a member of this consumer group, committing offsets")
-	fl.StringVar(&opts.Assignor, "assignor", "range", "group partition assignor: range, roundrobin, sticky or cooperative-sticky")
+	fl.StringVar(&opts.Assignor, "assignor", "range", "group partition assignor plugin: range, roundrobin, sticky, cooperative-sticky or an external one")
+	fl.StringVar(&opts.PluginDir, "plugin-dir", "", "directory of external plugins (env KTOOL_PLUGIN_DIR; default "+plugins.DefaultDir()+")")
 	fl.StringVarP(&opts.Format, "format", "f", `%s\n`, "output format (see above)")
 	fl.BoolVarP(&opts.ExitAtEnd, "exit", "e", false, "exit when every partition has been read to its end")
 	return cmd
 }
 
-// Balancer maps an --assignor name to a group balancer. It is the one place
-// that chooses assignors, so that it can move to the plugin catalog.
-func Balancer(name string) (kgo.GroupBalancer, error) {
-	switch strings.ToLower(name) {
-	case "range":
-		return kgo.RangeBalancer(), nil
-	case "roundrobin", "round-robin":
-		return kgo.RoundRobinBalancer(), nil
-	case "sticky":
-		return kgo.StickyBalancer(), nil
-	case "cooperative-sticky":
-		return kgo.CooperativeStickyBalancer(), nil
+// Balancer returns the group balancer for an --assignor name: the assignor
+// plugin of that name from the catalog, started if need be.
+func Balancer(ctx context.Context, cat *plugins.Catalog, name string) (kgo.GroupBalancer, error) {
+	if n := strings.ToLower(name); n == "round-robin" {
+		name = "roundrobin"
+	} else if _, builtin := assignor.ByName(n); builtin {
+		name = n
 	}
-	return nil, cmdutil.Usagef("--assignor %q: want range, roundrobin, sticky or cooperative-sticky", name)
+	if !cat.Has(plugins.KindAssignor, name) {
+		return nil, cmdutil.Usagef("--assignor %q: no such assignor; available: %s", name, strings.Join(available(cat), ", "))
+	}
+	a, err := cat.Assignor(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("starting assignor %q: %w", name, err)
+	}
+	return assignor.Balancer(a), nil
+}
+
+// available lists the assignors the catalog has: the built-ins and the
+// external ones in its directory.
+func available(cat *plugins.Catalog) []string {
+	var names []string
+	for _, a := range assignor.Builtins() {
+		names = append(names, a.Name())
+	}
+	prefix := plugins.ExecutableName(plugins.KindAssignor, "")
+	entries, _ := os.ReadDir(cat.Dir())
+	for _, e := range entries {
+		name, ok := strings.CutPrefix(e.Name(), prefix)
+		if ok && name != "" && !slices.Contains(names, name) && cat.Has(plugins.KindAssignor, name) {
+			names = append(names, name+" (in "+cat.Dir()+")")
+		}
+	}
+	return names
 }
 
 type prepared struct {
-	spec   OffsetSpec
-	format Format
-	bal    kgo.GroupBalancer
+	spec    OffsetSpec
+	format  Format
+	bal     kgo.GroupBalancer
+	catalog *plugins.Catalog // serves bal; nil without a group
 }
 
-func (o *Options) prepare() (prepared, error) {
-	var p prepared
-	var err error
+// prepare checks the options and, for a group, starts the assignor plugin;
+// the caller closes p.catalog.
+func (o *Options) prepare(ctx context.Context) (p prepared, err error) {
 	if p.spec, err = ParseOffset(o.Offset); err != nil {
 		return p, cmdutil.UsageError(err)
 	}
@@ -105,17 +137,19 @@ func (o *Options) prepare() (prepared, error) {
 	if o.Count < 0 {
 		return p, cmdutil.Usagef("--count must not be negative")
 	}
-	if o.Group != "" {
-		if len(o.Partitions) > 0 {
-			return p, cmdutil.Usagef("--partition cannot be used with --group: the group assigns partitions")
-		}
-		if p.bal, err = Balancer(o.Assignor); err != nil {
-			return p, err
-		}
+	if o.Group != "" && len(o.Partitions) > 0 {
+		return p, cmdutil.Usagef("--partition cannot be used with --group: the group assigns partitions")
 	}
 	for _, pt := range o.Partitions {
 		if pt < 0 {
 			return p, cmdutil.Usagef("--partition %d: partitions are numbered from 0", pt)
+		}
+	}
+	if o.Group != "" {
+		p.catalog = plugins.NewCatalog(plugins.Options{Dir: o.PluginDir})
+		if p.bal, err = Balancer(ctx, p.catalog, o.Assignor); err != nil {
+			p.catalog.Close()
+			return prepared{}, err
 		}
 	}
 	return p, nil
@@ -200,9 +234,12 @@ func (o *Options) plan(ctx context.Context, spec OffsetSpec) (positions, error) 
 }
 
 func run(ctx context.Context, o *Options) error {
-	prep, err := o.prepare()
+	prep, err := o.prepare(ctx)
 	if err != nil {
 		return err
+	}
+	if prep.catalog != nil {
+		defer prep.catalog.Close()
 	}
 	pos, err := o.plan(ctx, prep.spec)
 	if err != nil {

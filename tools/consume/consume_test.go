@@ -64,18 +64,6 @@ func TestParseOffsetAndResolve(t *testing.T) {
 	}
 }
 
-func TestBalancer(t *testing.T) {
-	for name, want := range map[string]string{"range": "range", "roundrobin": "roundrobin", "sticky": "sticky", "cooperative-sticky": "cooperative-sticky"} {
-		b, err := Balancer(name)
-		if err != nil || b.ProtocolName() != want {
-			t.Errorf("%s: %v, %v", name, b, err)
-		}
-	}
-	if _, err := Balancer("random"); err == nil {
-		t.Error("accepted an unknown assignor")
-	}
-}
-
 // seed writes values v0..v(n-1) with keys k<i>, header h=<i> and timestamps
 // 1000*(i+1) to partition 0 of topic t.
 func seed(t *testing.T, env *cmdtest.Env, n int) {
@@ -113,6 +101,9 @@ func consume(t *testing.T, env *cmdtest.Env, o *Options) string {
 	}
 	if o.Assignor == "" {
 		o.Assignor = "range"
+	}
+	if o.PluginDir == "" {
+		o.PluginDir = t.TempDir()
 	}
 	if err := run(cmdtest.Ctx(t), o); err != nil {
 		t.Fatalf("consume %+v: %v", o, err)
@@ -210,12 +201,12 @@ func TestFlags(t *testing.T) {
 	f := cmdutil.NewFactory(ios, cmdutil.BuildInfo{})
 	var got *Options
 	cmd := NewCommand(f, func(_ context.Context, o *Options) error { got = o; return nil })
-	cmd.SetArgs([]string{"t", "-o", "-5", "-p", "0,2", "-c", "9", "-g", "grp", "--assignor", "sticky", "-f", `%k\n`, "-e"})
+	cmd.SetArgs([]string{"t", "-o", "-5", "-p", "0,2", "-c", "9", "-g", "grp", "--assignor", "sticky", "--plugin-dir", "/p", "-f", `%k\n`, "-e"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
 	if got.Topic != "t" || got.Offset != "-5" || fmt.Sprint(got.Partitions) != "[0 2]" || got.Count != 9 ||
-		got.Group != "grp" || got.Assignor != "sticky" || got.Format != `%k\n` || !got.ExitAtEnd {
+		got.Group != "grp" || got.Assignor != "sticky" || got.PluginDir != "/p" || got.Format != `%k\n` || !got.ExitAtEnd {
 		t.Errorf("parsed %+v", got)
 	}
 }
