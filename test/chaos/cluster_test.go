@@ -222,12 +222,6 @@ func (c *cluster) proc(id int32) *brokerProc {
 	return c.procs[id]
 }
 
-// running reports whether broker id's process is alive.
-func (c *cluster) running(id int32) bool {
-	p := c.proc(id)
-	return p != nil && !p.exited()
-}
-
 // waitReady waits until broker id printed its ready line.
 func (c *cluster) waitReady(id int32) {
 	c.t.Helper()
@@ -282,17 +276,6 @@ func (c *cluster) terminate(id int32, timeout time.Duration) error {
 	case <-timer.C:
 		return fmt.Errorf("broker %d still running %v after SIGTERM", id, timeout)
 	}
-}
-
-// signal sends sig to broker id without waiting.
-func (c *cluster) signal(id int32, sig os.Signal) {
-	c.t.Helper()
-	p := c.proc(id)
-	if p == nil || p.exited() {
-		c.t.Fatalf("broker %d is not running", id)
-	}
-	c.note(id, sig.String())
-	_ = p.cmd.Process.Signal(sig)
 }
 
 // note marks an event in broker id's log file, to line up the log with the
