@@ -654,7 +654,7 @@ func TestTruncateFullyAndStartAt(t *testing.T) {
 
 func TestAppendAsFollower(t *testing.T) {
 	leader, _ := newLog(t, testConfig())
-	follower, fdir := newLog(t, testConfig())
+	follower, _ := newLog(t, testConfig())
 	for i := range 6 {
 		mustAppend(t, leader, makeBatch(t, idem(5, 0, int32(3*i), 3)), int32(1+i/3))
 	}
@@ -688,7 +688,6 @@ func TestAppendAsFollower(t *testing.T) {
 	if err != nil || !dup.Duplicate || dup.BaseOffset != 15 {
 		t.Fatalf("duplicate on new leader: %+v, %v", dup, err)
 	}
-	_ = fdir
 }
 
 func TestCheckpointFiles(t *testing.T) {
