@@ -10,8 +10,16 @@ import (
 func NewCommand(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cluster",
-		Short: "Check the health of a cluster",
+		Short: "Run a local cluster (up, status, kill, start, down) and check a cluster's health",
 	}
-	cmd.AddCommand(NewHealthCommand(f, nil))
+	cmd.AddCommand(
+		NewHealthCommand(f, nil),
+		NewUpCommand(f, nil),
+		NewStatusCommand(f, nil),
+		NewDownCommand(f, nil),
+		NewKillCommand(f, nil),
+		NewStartCommand(f, nil),
+		newSuperviseCommand(f),
+	)
 	return cmd
 }

@@ -1,0 +1,121 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ktoolhq/ktool/internal/supervisor"
+	"github.com/ktoolhq/ktool/tools/cmdutil"
+)
+
+// DownOptions are the inputs of `ktool cluster down`.
+type DownOptions struct {
+	Factory *cmdutil.Factory
+	Dir     string
+	Timeout time.Duration
+}
+
+// NewDownCommand returns `ktool cluster down`.
+func NewDownCommand(f *cmdutil.Factory, runF func(context.Context, *DownOptions) error) *cobra.Command {
+	opts := &DownOptions{Factory: f}
+	cmd := &cobra.Command{
+		Use:   "down",
+		Short: "Stop the local cluster",
+		Long: `Stop the processes the local cluster in --dir started, and nothing else: the
+brokers get SIGTERM (a clean, controlled shutdown) and those still running
+after --timeout get SIGKILL; then the ZooKeeper the cluster started, if any.
+Data and logs stay in the directory, so ` + "`ktool cluster up`" + ` starts the same
+cluster again.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if opts.Timeout <= 0 {
+				return cmdutil.Usagef("--timeout must be positive")
+			}
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runDown(cmd.Context(), opts)
+		},
+	}
+	addDirFlag(cmd, &opts.Dir)
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 30*time.Second, "how long the brokers may take to stop before they are killed")
+	return cmd
+}
+
+func runDown(ctx context.Context, o *DownOptions) error {
+	unlock, err := lockDir(o.Dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	st, err := LoadState(o.Dir)
+	if err != nil {
+		return err
+	}
+	w := o.Factory.IO.Out
+	if !st.Running() {
+		fmt.Fprintf(w, "The cluster in %s is not running.\n", st.Dir)
+		return nil
+	}
+	var errs []error
+	if sup := st.Supervisor; sup.Alive() {
+		// A shutdown request stops the brokers in order; SIGTERM does the
+		// same when the socket does not answer.
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if _, err := supervisor.Call(cctx, st.Socket, supervisor.Request{Op: supervisor.OpShutdown}); err != nil {
+			fmt.Fprintf(o.Factory.IO.ErrOut, "%v; sending SIGTERM\n", err)
+		}
+		cancel()
+		killed, err := waitOrStop(ctx, sup, o.Timeout)
+		errs = append(errs, err)
+		fmt.Fprintf(w, "Stopped the supervisor (pid %d) and its %d brokers%s.\n", sup.PID, len(st.Brokers), killedNote(killed))
+	}
+	var procs []*Proc
+	var ids []int32
+	for _, b := range st.Brokers {
+		if b.Process.Alive() {
+			procs = append(procs, b.Process)
+			ids = append(ids, b.ID)
+		}
+	}
+	if len(procs) > 0 {
+		killed, err := stopProcs(ctx, procs, o.Timeout)
+		errs = append(errs, err)
+		for i, p := range procs {
+			note := ""
+			for _, k := range killed {
+				if k == p {
+					note = " (killed after --timeout)"
+				}
+			}
+			fmt.Fprintf(w, "Stopped broker %d (pid %d)%s.\n", ids[i], p.PID, note)
+		}
+	}
+	if zk := st.ZooKeeperProcess; zk.Alive() {
+		killed, err := stopProcs(ctx, []*Proc{zk}, 15*time.Second)
+		errs = append(errs, err)
+		fmt.Fprintf(w, "Stopped ZooKeeper (pid %d)%s.\n", zk.PID, killedNote(len(killed) > 0))
+	}
+	return errors.Join(errs...)
+}
+
+// waitOrStop waits up to timeout for a process that was asked to stop, then
+// sends SIGTERM and, after a grace period, SIGKILL.
+func waitOrStop(ctx context.Context, p *Proc, timeout time.Duration) (killed bool, err error) {
+	if waitGone(ctx, []*Proc{p}, timeout) {
+		return false, nil
+	}
+	k, err := stopProcs(ctx, []*Proc{p}, 5*time.Second)
+	return len(k) > 0, err
+}
+
+func killedNote(killed bool) string {
+	if killed {
+		return " (killed: it did not stop in time)"
+	}
+	return ""
+}
