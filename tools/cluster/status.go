@@ -19,8 +19,8 @@ type Status struct {
 	Mode      string `json:"mode" yaml:"mode"`
 	ZooKeeper string `json:"zookeeper,omitempty" yaml:"zookeeper,omitempty"`
 	// ZooKeeperPID is set when the cluster started ZooKeeper itself.
-	ZooKeeperPID     int  `json:"zookeeper_pid,omitempty" yaml:"zookeeper_pid,omitempty"`
-	ZooKeeperRunning bool `json:"zookeeper_running,omitempty" yaml:"zookeeper_running,omitempty"`
+	ZooKeeperPID      int  `json:"zookeeper_pid,omitempty" yaml:"zookeeper_pid,omitempty"`
+	ZooKeeperRunning  bool `json:"zookeeper_running,omitempty" yaml:"zookeeper_running,omitempty"`
 	SupervisorPID     int  `json:"supervisor_pid,omitempty" yaml:"supervisor_pid,omitempty"`
 	SupervisorRunning bool `json:"supervisor_running,omitempty" yaml:"supervisor_running,omitempty"`
 	// ClusterID and Controller come from the brokers' metadata; Controller
