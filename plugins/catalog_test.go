@@ -326,13 +326,12 @@ func TestBuiltinAssignorsThroughPlugin(t *testing.T) {
 	cat := newCatalog(t)
 	for _, builtin := range assignor.Builtins() {
 		t.Run(builtin.Name(), func(t *testing.T) {
-			assignortest.Run(t, func() assignor.Assignor {
-				a, err := cat.Assignor(ctx, builtin.Name())
-				if err != nil {
-					t.Fatal(err)
-				}
-				return a
-			})
+			a, err := cat.Assignor(ctx, builtin.Name())
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The handle finds the live plugin process on every call, so one serves all cases.
+			assignortest.Run(t, func() assignor.Assignor { return a })
 		})
 	}
 }
