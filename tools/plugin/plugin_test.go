@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ktoolhq/ktool/plugins"
+	"github.com/ktoolhq/ktool/plugins/codec"
 	"github.com/ktoolhq/ktool/tools/cmdutil"
 	"github.com/ktoolhq/ktool/tools/plugin"
 )
@@ -32,8 +33,22 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	// Through a symlink named ktool-codec-gzip it is an external "gzip"
+	// that really writes zstd: a codec plugin verify must reject.
+	if filepath.Base(os.Args[0]) == "ktool-codec-gzip" {
+		if err := plugins.ServeCodec(mislabeled{codec.NewZstd()}, "0.1"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
+
+type mislabeled struct{ codec.Codec }
+
+func (mislabeled) Name() string { return "gzip" }
+func (mislabeled) ID() int8     { return codec.IDGzip }
 
 func run(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
@@ -181,5 +196,20 @@ func TestServeRefusesToRunByHand(t *testing.T) {
 	cmd.SetOut(&buf)
 	if err := cmd.Execute(); !errors.Is(err, plugins.ErrNotPluginHost) {
 		t.Fatalf("err = %v, want ErrNotPluginHost", err)
+	}
+}
+
+func TestVerifyRejectsCodecInTheWrongFormat(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(self, filepath.Join(dir, "ktool-codec-gzip")); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = run(t, "verify", "gzip", "--plugin-dir", dir, "--duration", "10ms", "--sample-bytes", "10000")
+	if err == nil || !strings.Contains(err.Error(), "built-in gzip cannot read what the plugin wrote") || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("err = %v, want the interoperability check to fail", err)
 	}
 }
