@@ -50,11 +50,12 @@ type Broker struct {
 	host      string
 	port      int32
 
-	connector coord.Connector
-	embedded  *embedded.Server
-	storeMu   sync.RWMutex
-	store     coord.Store
-	epoch     int64 // broker epoch: czxid of /brokers/ids/<id> (KIP-380)
+	connector   coord.Connector
+	embedded    *embedded.Server
+	storeMu     sync.RWMutex
+	store       coord.Store
+	epoch       int64 // broker epoch: czxid of /brokers/ids/<id> (KIP-380)
+	storeClosed bool
 
 	locks    []*os.File
 	ln       net.Listener
@@ -307,7 +308,7 @@ func (b *Broker) connectTimeout() time.Duration {
 
 func (b *Broker) setStore(s coord.Store) {
 	b.storeMu.Lock()
-	b.store = s
+	b.store, b.storeClosed = s, false
 	b.storeMu.Unlock()
 }
 
@@ -571,11 +572,19 @@ func (b *Broker) stop(ctx context.Context, controlled bool) error {
 		if controlled && b.cfg.Bool("controlled.shutdown.enable") {
 			b.controlledShutdown(ctx)
 		}
+		if !controlled {
+			// A crash: the session goes first, so the controller reacts at once, and
+			// connections are cut rather than drained.
+			b.closeStore()
+			cctx, cancel := context.WithCancel(ctx)
+			cancel()
+			ctx = cctx
+		}
 		if b.ctrl != nil {
 			b.ctrl.stop()
 		}
 		if b.srv != nil {
-			if serr := b.srv.Shutdown(ctx); serr != nil {
+			if serr := b.srv.Shutdown(ctx); serr != nil && controlled {
 				b.logger.Warn("connections did not drain in time", "err", serr)
 			}
 		}
@@ -587,6 +596,17 @@ func (b *Broker) stop(ctx context.Context, controlled bool) error {
 	return err
 }
 
+// closeStore ends the coordination session (its ephemerals vanish).
+func (b *Broker) closeStore() {
+	b.storeMu.Lock()
+	s, closed := b.store, b.storeClosed
+	b.storeClosed = true
+	b.storeMu.Unlock()
+	if s != nil && !closed {
+		_ = s.Close() // later calls on it fail with ErrClosed
+	}
+}
+
 func (b *Broker) closeResources() error {
 	var errs []error
 	if b.groups != nil {
@@ -596,9 +616,7 @@ func (b *Broker) closeResources() error {
 		errs = append(errs, b.replicas.Shutdown())
 	}
 	b.metrics.close()
-	if s := b.Store(); s != nil {
-		_ = s.Close()
-	}
+	b.closeStore()
 	if b.embedded != nil {
 		errs = append(errs, b.embedded.Close())
 	}

@@ -55,7 +55,8 @@ func WithProps(p map[string]string) Option {
 	}
 }
 
-// WithLogs sends broker logs to the test log (verbose tests).
+// WithLogs sends broker logs to the test log (verbose tests); KTOOL_TEST_LOGS=1
+// does the same for every cluster.
 func WithLogs() Option { return func(o *options) { o.log = true } }
 
 // Cluster is a set of in-process brokers.
@@ -76,7 +77,7 @@ type Cluster struct {
 // NewCluster starts n brokers with ids 0..n-1 and waits until each is ready.
 func NewCluster(t testing.TB, n int, opts ...Option) *Cluster {
 	t.Helper()
-	o := options{store: Embedded, props: map[string]string{}}
+	o := options{store: Embedded, props: map[string]string{}, log: os.Getenv("KTOOL_TEST_LOGS") != ""}
 	for _, f := range opts {
 		f(&o)
 	}

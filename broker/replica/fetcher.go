@@ -118,8 +118,13 @@ func (f *fetcher) run(ctx context.Context) {
 			f.backoff(ctx, cfg.Backoff, err)
 			continue
 		}
-		if err := f.fetchOnce(ctx, parts); err != nil {
+		fetched, err := f.fetchOnce(ctx, parts)
+		if err != nil {
 			f.backoff(ctx, cfg.Backoff, err)
+		} else if !fetched {
+			// Every partition still waits to be reconciled with its leader (which
+			// may not know its new epoch yet): do not spin.
+			f.backoff(ctx, cfg.Backoff, errors.New("no partition ready to fetch"))
 		}
 	}
 }
@@ -213,7 +218,7 @@ func (f *fetcher) reconcile(ctx context.Context, parts map[TP]*fetchState) error
 	return nil
 }
 
-func (f *fetcher) fetchOnce(ctx context.Context, parts map[TP]*fetchState) error {
+func (f *fetcher) fetchOnce(ctx context.Context, parts map[TP]*fetchState) (bool, error) {
 	cfg := f.m.cfg.Fetch
 	req := kmsg.NewPtrFetchRequest()
 	req.SetVersion(11)
@@ -244,17 +249,17 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts map[TP]*fetchState) error
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
 	if len(req.Topics) == 0 {
-		return nil
+		return false, nil
 	}
 	rctx, cancel := context.WithTimeout(ctx, cfg.MaxWait+30*time.Second)
 	defer cancel()
 	raw, err := f.client.Request(rctx, req)
 	if err != nil {
-		return err
+		return false, err
 	}
 	resp := raw.(*kmsg.FetchResponse)
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return err
+		return false, err
 	}
 	for _, t := range resp.Topics {
 		for _, rp := range t.Partitions {
@@ -266,7 +271,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts map[TP]*fetchState) error
 			f.handlePartition(st, rp)
 		}
 	}
-	return nil
+	return true, nil
 }
 
 func (f *fetcher) handlePartition(st *fetchState, rp kmsg.FetchResponseTopicPartition) {
@@ -282,15 +287,16 @@ func (f *fetcher) handlePartition(st *fetchState, rp kmsg.FetchResponseTopicPart
 			}
 			st.p.replicaW.wakeAll()
 		}
-		if rp.LogStartOffset > l.LogStartOffset() {
-			if _, err := l.DeleteRecordsBefore(min(rp.LogStartOffset, l.LogEndOffset())); err != nil {
-				f.logger.Warn("following the leader's log start offset", "err", err)
-			}
-		}
+		// The high watermark first: the log refuses a start offset above it.
 		hw := min(rp.HighWatermark, l.LogEndOffset())
 		if hw > l.HighWatermark() {
 			l.SetHighWatermark(hw)
 			st.p.consumerW.wakeAll()
+		}
+		if start := min(rp.LogStartOffset, l.HighWatermark()); start > l.LogStartOffset() {
+			if _, err := l.DeleteRecordsBefore(start); err != nil {
+				f.logger.Warn("following the leader's log start offset", "err", err)
+			}
 		}
 	case errors.Is(err, kerr.OffsetOutOfRange):
 		// Our LEO is outside the leader's log: below its start (retention) or above its end
