@@ -15,7 +15,7 @@ import (
 
 // ErrNotPluginHost is returned by the Serve functions when the process was
 // not started by ktool as a plugin.
-var ErrNotPluginHost = errors.New("this program is a ktool plugin: ktool starts it when it needs it; it is not meant to be run by hand")
+var ErrNotPluginHost = errors.New("not started by ktool: a plugin is served only to a ktool process that starts it, not run by hand")
 
 // ServeCodec serves c as a codec plugin reporting version. It returns
 // ErrNotPluginHost at once when ktool did not start the process; otherwise it
