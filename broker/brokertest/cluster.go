@@ -35,9 +35,10 @@ const (
 var Stores = []Store{Embedded, ZooKeeper}
 
 type options struct {
-	store Store
-	props map[string]string
-	log   bool
+	store  Store
+	props  map[string]string
+	log    bool
+	codecs broker.CodecSource
 }
 
 // Option configures a cluster.
@@ -54,6 +55,9 @@ func WithProps(p map[string]string) Option {
 		}
 	}
 }
+
+// WithCodecs gives the brokers a codec source (tests count codec calls with it).
+func WithCodecs(src broker.CodecSource) Option { return func(o *options) { o.codecs = src } }
 
 // WithLogs sends broker logs to the test log (verbose tests); KTOOL_TEST_LOGS=1
 // does the same for every cluster.
@@ -148,7 +152,7 @@ func (c *Cluster) start(id int32) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	b, err := broker.New(broker.Options{Config: cfg, Connector: c.connector, Logger: c.logger(id)})
+	b, err := broker.New(broker.Options{Config: cfg, Connector: c.connector, Logger: c.logger(id), Codecs: c.opts.codecs})
 	if err != nil {
 		c.t.Fatal(err)
 	}
