@@ -1,0 +1,392 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ktoolhq/ktool/internal/zkinstall"
+	"github.com/ktoolhq/ktool/tools/cmdutil"
+)
+
+// ktoolBin is the binary the process-level tests run, built by TestMain.
+var (
+	ktoolBin string
+	buildErr error
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ktool-cluster-test-")
+	if err != nil {
+		buildErr = err
+	} else {
+		ktoolBin = filepath.Join(dir, "ktool")
+		out, err := exec.Command("go", "build", "-o", ktoolBin, "github.com/ktoolhq/ktool/cmd/ktool").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("building ktool: %v\n%s", err, out)
+		}
+	}
+	code := m.Run()
+	if dir != "" {
+		os.RemoveAll(dir)
+	}
+	os.Exit(code)
+}
+
+// env is one test's environment for the binary: a private config file and
+// cache dir.
+type env struct {
+	t      *testing.T
+	dir    string // cluster dir
+	config string
+	vars   []string
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	home := t.TempDir()
+	e := &env{t: t, dir: filepath.Join(home, "cluster"), config: filepath.Join(home, "config.yaml")}
+	e.vars = append(os.Environ(), "KTOOL_CONFIG="+e.config, "XDG_CACHE_HOME="+filepath.Join(home, "cache"), "KTOOL_CLUSTER_DIR=", "KTOOL_PROFILE=", "KTOOL_BROKERS=")
+	t.Cleanup(e.cleanup)
+	return e
+}
+
+// run runs ktool with args (and --dir for the cluster verbs).
+func (e *env) run(args ...string) (stdout, stderr string, err error) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ktoolBin, args...)
+	cmd.Env = e.vars
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+func (e *env) mustRun(args ...string) string {
+	e.t.Helper()
+	out, errOut, err := e.run(args...)
+	if err != nil {
+		e.t.Fatalf("ktool %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, out, errOut)
+	}
+	return out
+}
+
+// cleanup stops whatever the test's cluster left running: down first, then
+// SIGKILL of every recorded process.
+func (e *env) cleanup() {
+	st, err := LoadState(e.dir)
+	if err != nil {
+		return
+	}
+	if st.Running() {
+		_, _, _ = e.run("cluster", "down", "--dir", e.dir, "--timeout", "10s")
+	}
+	procs := []*Proc{st.Supervisor, st.ZooKeeperProcess}
+	for _, b := range st.Brokers {
+		procs = append(procs, b.Process)
+	}
+	if st, err := LoadState(e.dir); err == nil {
+		for _, b := range st.Brokers {
+			procs = append(procs, b.Process)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, _ = stopProcs(ctx, procs, 0)
+	if e.t.Failed() {
+		for _, b := range st.Brokers {
+			e.t.Logf("%s:\n%s", b.Log, logTail(b.Log, 30))
+		}
+		e.t.Logf("supervisor.log:\n%s", logTail(filepath.Join(e.dir, "supervisor.log"), 30))
+	}
+}
+
+// freeBase picks a base port with n free ports after it, and one more free
+// port (for ZooKeeper).
+func freeBase(t *testing.T, n int) (base, extra int) {
+	t.Helper()
+	for range 100 {
+		base = 20000 + rand.IntN(30000)
+		ok := true
+		for p := base; p < base+n+1 && ok; p++ {
+			ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+			if err != nil {
+				ok = false
+				break
+			}
+			ln.Close()
+		}
+		if ok {
+			return base, base + n
+		}
+	}
+	t.Fatal("no free port range")
+	return 0, 0
+}
+
+func (e *env) status() Status {
+	e.t.Helper()
+	var s Status
+	out := e.mustRun("cluster", "status", "--dir", e.dir, "-o", "json")
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		e.t.Fatalf("status json: %v\n%s", err, out)
+	}
+	return s
+}
+
+// eventually polls f every 100 ms until it returns nil, failing after d.
+func eventually(t *testing.T, d time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not true after %s: %v", what, d, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// experiment is the seed's: a replicated topic, its leader killed, a new
+// leader elected from the ISR, the broker started again and back in the ISR,
+// then the cluster stopped.
+func experiment(t *testing.T, e *env, upArgs ...string) {
+	base, zkPort := freeBase(t, 3)
+	args := append([]string{"cluster", "up", "--dir", e.dir, "-n", "3", "--base-port", strconv.Itoa(base), "--zookeeper-port", strconv.Itoa(zkPort)}, upArgs...)
+	out := e.mustRun(args...)
+	if !strings.Contains(out, "controller") || !strings.Contains(out, "Profile \"local\" (current)") {
+		t.Fatalf("up printed:\n%s", out)
+	}
+	cfg, err := cmdutil.LoadConfig(e.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs := []string{fmt.Sprintf("127.0.0.1:%d", base), fmt.Sprintf("127.0.0.1:%d", base+1), fmt.Sprintf("127.0.0.1:%d", base+2)}
+	if p := cfg.Profiles["local"]; cfg.Current != "local" || p == nil || !slices.Equal(p.Brokers, addrs) {
+		t.Fatalf("profile: current %q, %+v", cfg.Current, cfg.Profiles["local"])
+	}
+	if _, _, err := e.run(args...); err == nil {
+		t.Fatal("a second up on a running cluster succeeded")
+	}
+
+	s := e.status()
+	for _, b := range s.Brokers {
+		if !b.Running || !b.Registered {
+			t.Fatalf("after up: %+v", s)
+		}
+	}
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MetadataMinAge(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 1, 3, nil, "seed"); err != nil {
+		t.Fatal(err)
+	}
+	partition := func() (kadm.PartitionDetail, error) {
+		m, err := cmdutil.Metadata(ctx, adm, "seed")
+		if err != nil {
+			return kadm.PartitionDetail{}, err
+		}
+		p, ok := m.Topics["seed"].Partitions[0]
+		if !ok {
+			return p, fmt.Errorf("no partition 0 yet")
+		}
+		return p, p.Err
+	}
+	var leader int32
+	eventually(t, 30*time.Second, "a leader with a full ISR", func() error {
+		p, err := partition()
+		if err != nil {
+			return err
+		}
+		if p.Leader < 0 || len(p.ISR) != 3 {
+			return fmt.Errorf("%+v", p)
+		}
+		leader = p.Leader
+		return nil
+	})
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "seed", Value: []byte("before")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	e.mustRun("cluster", "kill", strconv.Itoa(int(leader)), "--dir", e.dir)
+	if _, _, err := e.run("cluster", "kill", strconv.Itoa(int(leader)), "--dir", e.dir); err == nil {
+		t.Fatal("killing a dead broker succeeded")
+	}
+	eventually(t, 60*time.Second, "a new leader from the ISR", func() error {
+		p, err := partition()
+		if err != nil {
+			return err
+		}
+		if p.Leader < 0 || p.Leader == leader || slices.Contains(p.ISR, leader) {
+			return fmt.Errorf("%+v", p)
+		}
+		return nil
+	})
+	s = e.status()
+	for _, b := range s.Brokers {
+		if (b.ID == leader) == b.Running {
+			t.Fatalf("after kill %d: %+v", leader, s)
+		}
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "seed", Value: []byte("during")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+
+	e.mustRun("cluster", "start", strconv.Itoa(int(leader)), "--dir", e.dir)
+	eventually(t, 60*time.Second, "the restarted broker back in the ISR", func() error {
+		p, err := partition()
+		if err != nil {
+			return err
+		}
+		if len(p.ISR) != 3 {
+			return fmt.Errorf("%+v", p)
+		}
+		return nil
+	})
+	s = e.status()
+	for _, b := range s.Brokers {
+		if !b.Running || !b.Registered {
+			t.Fatalf("after start: %+v", s)
+		}
+	}
+	st, err := LoadState(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	out = e.mustRun("cluster", "down", "--dir", e.dir)
+	if !strings.Contains(out, "Stopped") {
+		t.Fatalf("down printed:\n%s", out)
+	}
+	if st.Running() {
+		t.Fatalf("processes alive after down: %+v", st)
+	}
+	s = e.status()
+	if s.Controller != -1 {
+		t.Fatalf("after down: %+v", s)
+	}
+	for _, b := range s.Brokers {
+		if b.Running {
+			t.Fatalf("after down: %+v", s)
+		}
+	}
+	if out := e.mustRun("cluster", "down", "--dir", e.dir); !strings.Contains(out, "not running") {
+		t.Fatalf("second down printed:\n%s", out)
+	}
+}
+
+func TestLocalClusterEmbedded(t *testing.T) {
+	e := newEnv(t)
+	experiment(t, e, "--embedded")
+	st, err := LoadState(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode != ModeEmbedded || st.Supervisor == nil || st.ZooKeeperProcess != nil {
+		t.Fatalf("state %+v", st)
+	}
+}
+
+func TestLocalClusterZooKeeper(t *testing.T) {
+	if _, err := zkinstall.Find(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI needs a ZooKeeper installation: %v", err)
+		}
+		t.Skipf("SKIPPING the ZooKeeper-mode local cluster test: %v", err)
+	}
+	e := newEnv(t)
+	experiment(t, e)
+	st, err := LoadState(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode != ModeZooKeeper || st.ZooKeeperProcess == nil || st.Supervisor != nil {
+		t.Fatalf("state %+v", st)
+	}
+	for _, b := range st.Brokers {
+		if b.Process == nil {
+			t.Fatalf("broker %d has no process", b.ID)
+		}
+	}
+}
+
+func TestUpRefusesBusyPorts(t *testing.T) {
+	e := newEnv(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	_, errOut, err := e.run("cluster", "up", "--dir", e.dir, "--embedded", "-n", "1", "--base-port", strconv.Itoa(port))
+	if err == nil || !strings.Contains(errOut, "ports in use") || !strings.Contains(errOut, strconv.Itoa(port)) {
+		t.Fatalf("err %v, stderr:\n%s", err, errOut)
+	}
+}
+
+func TestUpRejectsBadSpecs(t *testing.T) {
+	e := newEnv(t)
+	for _, args := range [][]string{
+		{"-n", "0"},
+		{"--zookeeper", "nohost"},
+		{"--embedded", "--zookeeper", "127.0.0.1:2181"},
+		{"--base-port", "70000"},
+	} {
+		_, errOut, err := e.run(append([]string{"cluster", "up", "--dir", e.dir}, args...)...)
+		var ee *exec.ExitError
+		if err == nil || !asExit(err, &ee) || ee.ExitCode() != cmdutil.ExitUsage {
+			t.Errorf("up %v: %v\n%s", args, err, errOut)
+		}
+	}
+}
+
+func asExit(err error, ee **exec.ExitError) bool {
+	e, ok := err.(*exec.ExitError)
+	*ee = e
+	return ok
+}
+
+func TestKillAndStartNeedACluster(t *testing.T) {
+	e := newEnv(t)
+	for _, verb := range []string{"kill", "start", "status", "down"} {
+		args := []string{"cluster", verb, "--dir", e.dir}
+		if verb == "kill" || verb == "start" {
+			args = append(args, "0")
+		}
+		_, errOut, err := e.run(args...)
+		if err == nil || !strings.Contains(errOut, "no cluster in") {
+			t.Errorf("%s: %v\n%s", verb, err, errOut)
+		}
+	}
+	if _, errOut, err := e.run("cluster", "kill", "one", "--dir", e.dir); err == nil || !strings.Contains(errOut, "not a non-negative number") {
+		t.Errorf("kill one: %v\n%s", err, errOut)
+	}
+}
