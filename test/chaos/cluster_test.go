@@ -259,6 +259,29 @@ func (c *cluster) kill(id int32) {
 	<-p.done
 }
 
+// pause freezes broker id with SIGSTOP: its connections stay open but
+// nothing is read, and its ZooKeeper session expires.
+func (c *cluster) pause(id int32) {
+	c.t.Helper()
+	p := c.proc(id)
+	if p == nil || p.exited() {
+		c.t.Fatalf("broker %d is not running", id)
+	}
+	c.note(id, "SIGSTOP")
+	_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+}
+
+// resume lets a paused broker id run again with SIGCONT.
+func (c *cluster) resume(id int32) {
+	c.t.Helper()
+	p := c.proc(id)
+	if p == nil || p.exited() {
+		c.t.Fatalf("broker %d is not running", id)
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	c.note(id, "SIGCONT")
+}
+
 // terminate sends SIGTERM to broker id and waits up to timeout for it to
 // exit, returning its exit error (nil for a clean exit).
 func (c *cluster) terminate(id int32, timeout time.Duration) error {
@@ -343,6 +366,10 @@ func (c *cluster) client(opts ...kgo.Opt) *kgo.Client {
 
 func (c *cluster) admin() *kadm.Client { return kadm.NewClient(c.client()) }
 
+// attemptTimeout bounds one call of a poll's condition, so that a request
+// stuck on a frozen broker does not use up the whole wait.
+const attemptTimeout = 3 * time.Second
+
 // poll calls f every 50 ms until it returns nil, ctx ends or timeout passes;
 // the error then is f's last one.
 func poll(ctx context.Context, timeout time.Duration, f func(context.Context) error) error {
@@ -351,7 +378,9 @@ func poll(ctx context.Context, timeout time.Duration, f func(context.Context) er
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		err := f(ctx)
+		actx, acancel := context.WithTimeout(ctx, attemptTimeout)
+		err := f(actx)
+		acancel()
 		if err == nil {
 			return nil
 		}

@@ -62,7 +62,7 @@ func testContext(t *testing.T, budget time.Duration) context.Context {
 // broker is back in every ISR and the producer has made progress before the
 // next one.
 func TestNoAcknowledgedWriteLost(t *testing.T) {
-	noAcknowledgedWriteLost(t, "/chaos1", true)
+	noAcknowledgedWriteLost(t, "/chaos1", faultKill, true)
 }
 
 // TestNoAcknowledgedWriteLostUnsettled kills the next broker as soon as the
@@ -71,10 +71,28 @@ func TestNoAcknowledgedWriteLost(t *testing.T) {
 // replica returns, and leaders are elected from short ISRs, all of which
 // must keep every acknowledged record.
 func TestNoAcknowledgedWriteLostUnsettled(t *testing.T) {
-	noAcknowledgedWriteLost(t, "/chaos2", false)
+	noAcknowledgedWriteLost(t, "/chaos2", faultKill, false)
 }
 
-func noAcknowledgedWriteLost(t *testing.T, chroot string, settle bool) {
+// TestNoAcknowledgedWriteLostPaused freezes a broker with SIGSTOP until its
+// ZooKeeper session has expired and its partitions have new leaders, then
+// lets it run again with SIGCONT. The resumed broker still believes it leads
+// and finds produce requests queued on its sockets: as a stale leader it
+// must acknowledge none of them, and it must register again and rejoin the
+// ISRs.
+func TestNoAcknowledgedWriteLostPaused(t *testing.T) {
+	noAcknowledgedWriteLost(t, "/chaos3", faultPause, true)
+}
+
+// fault is what happens to the victim broker.
+type fault int
+
+const (
+	faultKill  fault = iota // SIGKILL, then a new process
+	faultPause              // SIGSTOP until the broker is gone, then SIGCONT
+)
+
+func noAcknowledgedWriteLost(t *testing.T, chroot string, f fault, settle bool) {
 	if testing.Short() {
 		t.Skip("process-level chaos test: minutes long; runs without -short")
 	}
@@ -119,17 +137,25 @@ func noAcknowledgedWriteLost(t *testing.T, chroot string, settle bool) {
 			controllerKills++
 			role = "controller, " + role
 		}
-		c.kill(victim)
+		if f == faultPause {
+			c.pause(victim)
+		} else {
+			c.kill(victim)
+		}
 		if err := poll(ctx, 30*time.Second, func(ctx context.Context) error {
 			return brokerGone(ctx, adm, victim)
 		}); err != nil {
 			t.Logf("kill %d: broker %d still in the metadata: %v", i+1, victim, err)
 		}
 		gone := time.Since(start)
-		c.start(victim)
-		if err := c.awaitReady(victim); err != nil {
-			t.Errorf("kill %d: restart of broker %d: %v", i+1, victim, err)
-			break
+		if f == faultPause {
+			c.resume(victim)
+		} else {
+			c.start(victim)
+			if err := c.awaitReady(victim); err != nil {
+				t.Errorf("kill %d: restart of broker %d: %v", i+1, victim, err)
+				break
+			}
 		}
 		if !settle {
 			if err := poll(ctx, time.Minute, func(ctx context.Context) error {
