@@ -14,9 +14,13 @@ import (
 	"github.com/ktoolhq/ktool/plugins/codec"
 )
 
-type countingCodecs struct{ lookup func(int8) (codec.Codec, error) }
+type countingCodecs struct {
+	lookup func(int8) (codec.Codec, error)
+}
 
-func (c countingCodecs) CodecByID(_ context.Context, id int8) (codec.Codec, error) { return c.lookup(id) }
+func (c countingCodecs) CodecByID(_ context.Context, id int8) (codec.Codec, error) {
+	return c.lookup(id)
+}
 
 // fetchRaw returns the raw record batches of a partition from offset 0.
 func fetchRaw(t *testing.T, cl *kgo.Client, topic string) []byte {

@@ -316,17 +316,18 @@ func (c *Controller) onBrokersFailed(dead []int32) {
 	changed := c.electOffline(touched, false)
 	// Followers that died leave the ISR (never shrinking it to nothing).
 	for _, tp := range touched {
-		st := c.states[tp]
-		if st.Leader >= 0 && c.isLive(st.Leader) {
+		ok := c.update(tp, func(st *PartitionState) (zkdata.LeaderIsr, bool) {
 			isr := c.liveOnly(st.ISR)
-			if len(isr) > 0 && len(isr) != len(st.ISR) {
-				nst := st.LeaderIsr
-				nst.ISR = isr
-				nst.LeaderEpoch++
-				if c.writeState(tp, nst) {
-					changed = append(changed, tp)
-				}
+			if st.Leader < 0 || !c.isLive(st.Leader) || len(isr) == 0 || len(isr) == len(st.ISR) {
+				return st.LeaderIsr, false
 			}
+			nst := st.LeaderIsr
+			nst.ISR = isr
+			nst.LeaderEpoch++
+			return nst, true
+		})
+		if ok {
+			changed = append(changed, tp)
 		}
 	}
 	c.sendLeaderAndIsr(uniqueTPs(changed), nil)
@@ -536,9 +537,16 @@ func (c *Controller) createState(tp TP, li zkdata.LeaderIsr) bool {
 }
 
 func (c *Controller) writeState(tp TP, li zkdata.LeaderIsr) bool {
+	return c.writeStateErr(tp, li) == nil
+}
+
+func (c *Controller) writeStateErr(tp TP, li zkdata.LeaderIsr) error {
 	st := c.states[tp]
 	if !st.HasState {
-		return c.createState(tp, li)
+		if c.createState(tp, li) {
+			return nil
+		}
+		return errors.New("creating partition state failed")
 	}
 	li.ControllerEpoch = c.epoch
 	err := c.store.Multi(c.ctx,
@@ -546,11 +554,32 @@ func (c *Controller) writeState(tp TP, li zkdata.LeaderIsr) bool {
 		coord.SetOp(zkdata.PartitionStatePath(tp.Topic, tp.Partition), zkdata.EncodeLeaderIsr(li), st.ZkVersion))
 	if err != nil {
 		c.stateWriteFailed(tp, err)
-		return false
+		return err
 	}
 	li.ZkVersion = st.ZkVersion + 1
 	st.LeaderIsr = li
-	return true
+	return nil
+}
+
+// update computes a partition's new state from its current one and writes it,
+// again from a fresh read when a leader changed the ISR meanwhile (a version
+// conflict), at most three times. compute returning false means no change.
+func (c *Controller) update(tp TP, compute func(st *PartitionState) (zkdata.LeaderIsr, bool)) bool {
+	for attempt := 0; attempt < 3; attempt++ {
+		nst, ok := compute(c.states[tp])
+		if !ok {
+			return false
+		}
+		err := c.writeStateErr(tp, nst)
+		if err == nil {
+			return true
+		}
+		var me *coord.MultiError
+		if !errors.Is(err, coord.ErrBadVersion) || (errors.As(err, &me) && me.Index == 0) {
+			return false
+		}
+	}
+	return false
 }
 
 func (c *Controller) stateWriteFailed(tp TP, err error) {
@@ -590,14 +619,14 @@ func (c *Controller) electOffline(tps []TP, forceUnclean bool) []TP {
 			}
 			continue
 		}
-		if st.Leader >= 0 && c.isLive(st.Leader) && !c.shutting[st.Leader] {
-			continue
-		}
-		nst, ok := c.offlineElection(tp, st, forceUnclean)
-		if !ok {
-			continue
-		}
-		if c.writeState(tp, nst) {
+		ok := c.update(tp, func(st *PartitionState) (zkdata.LeaderIsr, bool) {
+			if st.Leader >= 0 && c.isLive(st.Leader) && !c.shutting[st.Leader] {
+				return st.LeaderIsr, false
+			}
+			return c.offlineElection(tp, st, forceUnclean)
+		})
+		if ok {
+			nst := c.states[tp].LeaderIsr
 			changed = append(changed, tp)
 			c.log.Info("elected leader", "partition", tp.String(), "leader", nst.Leader,
 				"leader_epoch", nst.LeaderEpoch, "isr", nst.ISR)
@@ -688,14 +717,20 @@ func (c *Controller) electLeaders(typ ElectionType, tps []TP) map[TP]error {
 				out[tp] = kerr.PreferredLeaderNotAvailable
 				continue
 			}
-			nst := st.LeaderIsr
-			nst.Leader = pref
-			nst.LeaderEpoch++
-			if !c.writeState(tp, nst) {
-				out[tp] = kerr.NotController
+			ok := c.update(tp, func(st *PartitionState) (zkdata.LeaderIsr, bool) {
+				if st.Leader == pref || !slices.Contains(st.ISR, pref) {
+					return st.LeaderIsr, false
+				}
+				nst := st.LeaderIsr
+				nst.Leader = pref
+				nst.LeaderEpoch++
+				return nst, true
+			})
+			if !ok {
+				out[tp] = kerr.PreferredLeaderNotAvailable
 				continue
 			}
-			c.log.Info("preferred replica elected", "partition", tp.String(), "leader", pref, "leader_epoch", nst.LeaderEpoch)
+			c.log.Info("preferred replica elected", "partition", tp.String(), "leader", pref, "leader_epoch", c.states[tp].LeaderEpoch)
 			changed = append(changed, tp)
 			out[tp] = nil
 		case Unclean:
@@ -790,30 +825,34 @@ func (c *Controller) controlledShutdown(id int32, epoch int64) ([]TP, error) {
 			if len(st.Replicas) == 1 {
 				continue
 			}
-			nst := st.LeaderIsr
-			moved := false
-			for _, r := range st.Replicas {
-				if r != id && c.isLive(r) && !c.shutting[r] && slices.Contains(st.ISR, r) {
-					nst.Leader = r
-					moved = true
-					break
+			moved := c.update(tp, func(st *PartitionState) (zkdata.LeaderIsr, bool) {
+				nst := st.LeaderIsr
+				for _, r := range st.Replicas {
+					if r != id && c.isLive(r) && !c.shutting[r] && slices.Contains(st.ISR, r) {
+						nst.Leader = r
+						nst.ISR = slices.DeleteFunc(slices.Clone(st.ISR), func(x int32) bool { return x == id })
+						nst.LeaderEpoch++
+						return nst, true
+					}
 				}
-			}
-			if !moved {
-				continue
-			}
-			nst.ISR = slices.DeleteFunc(slices.Clone(st.ISR), func(x int32) bool { return x == id })
-			nst.LeaderEpoch++
-			if c.writeState(tp, nst) {
+				return nst, false
+			})
+			if moved {
 				changed = append(changed, tp)
 			}
 			continue
 		}
 		if slices.Contains(st.ISR, id) && len(st.ISR) > 1 {
-			nst := st.LeaderIsr
-			nst.ISR = slices.DeleteFunc(slices.Clone(st.ISR), func(x int32) bool { return x == id })
-			nst.LeaderEpoch++
-			if c.writeState(tp, nst) {
+			ok := c.update(tp, func(st *PartitionState) (zkdata.LeaderIsr, bool) {
+				if !slices.Contains(st.ISR, id) || len(st.ISR) < 2 || st.Leader == id {
+					return st.LeaderIsr, false
+				}
+				nst := st.LeaderIsr
+				nst.ISR = slices.DeleteFunc(slices.Clone(st.ISR), func(x int32) bool { return x == id })
+				nst.LeaderEpoch++
+				return nst, true
+			})
+			if ok {
 				changed = append(changed, tp)
 			}
 		}
