@@ -336,13 +336,13 @@ func (c *cluster) close() {
 		for _, id := range c.ids() {
 			c.t.Logf("broker %d log tail (%s):\n%s", id, c.logPath(id), c.logTail(id, 80))
 		}
-		if keep := os.Getenv("KTOOL_CHAOS_KEEP"); keep != "" {
-			dst := filepath.Join(keep, strings.ReplaceAll(c.t.Name(), "/", "_"))
-			if err := os.CopyFS(dst, os.DirFS(c.dir)); err != nil {
-				c.t.Logf("keeping %s: %v", c.dir, err)
-			} else {
-				c.t.Logf("broker data and logs kept in %s", dst)
-			}
+	}
+	if keep := os.Getenv("KTOOL_CHAOS_KEEP"); keep != "" {
+		dst := filepath.Join(keep, fmt.Sprintf("%s-%d", strings.ReplaceAll(c.t.Name(), "/", "_"), time.Now().Unix()))
+		if err := os.CopyFS(dst, os.DirFS(c.dir)); err != nil {
+			c.t.Logf("keeping %s: %v", c.dir, err)
+		} else {
+			c.t.Logf("broker data and logs kept in %s", dst)
 		}
 	}
 }

@@ -10,8 +10,7 @@ package chaos
 //	KTOOL_CHAOS_KILLS=100 go test ./test/chaos -run 'TestNoAcknowledgedWriteLost$' -v -timeout 120m
 //
 // KTOOL_CHAOS_SEED=N replays the victim choices of a run (its seed is
-// logged), and KTOOL_CHAOS_KEEP=DIR keeps the brokers' data and logs of a
-// failed run.
+// logged), and KTOOL_CHAOS_KEEP=DIR keeps the brokers' data and logs.
 
 import (
 	"context"
