@@ -1,19 +1,26 @@
 package cluster
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
 	"github.com/spf13/cobra"
 
 	"github.com/ktoolhq/ktool/tools/cmdutil"
+	"github.com/ktoolhq/ktool/tools/setup"
 )
 
 // NewCommand returns `ktool cluster` with its verbs.
 func NewCommand(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cluster",
-		Short: "Run a local cluster (up, status, kill, start, down) and check a cluster's health",
+		Short: "Run a local cluster (init, up, status, kill, start, down) and check a cluster's health",
 	}
 	cmd.AddCommand(
 		NewHealthCommand(f, nil),
+		setup.NewInitCommand(f, upFromDir(f), DefaultDir(), nil),
 		NewUpCommand(f, nil),
 		NewStatusCommand(f, nil),
 		NewDownCommand(f, nil),
@@ -22,4 +29,18 @@ func NewCommand(f *cmdutil.Factory) *cobra.Command {
 		newSuperviseCommand(f),
 	)
 	return cmd
+}
+
+// upFromDir starts the cluster defined in dir, as `ktool cluster up --from dir`.
+func upFromDir(f *cmdutil.Factory) setup.StartFunc {
+	return func(ctx context.Context, dir string) error {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("finding the ktool executable: %w", err)
+		}
+		return RunUp(ctx, &UpOptions{
+			Factory: f, Dir: dir, Wait: time.Minute, Executable: exe,
+			Changed: func(string) bool { return false },
+		})
+	}
 }
