@@ -19,9 +19,10 @@ import (
 // metrics are the broker's Prometheus metrics, on their own registry (no globals),
 // served with /healthz and /readyz on metrics.listener.
 type metrics struct {
-	b   *Broker
-	reg *prometheus.Registry
-	srv *http.Server
+	b    *Broker
+	reg  *prometheus.Registry
+	srv  *http.Server
+	addr string
 
 	requests   *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
@@ -107,6 +108,7 @@ func (m *metrics) serve() error {
 		}
 	})
 	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	m.addr = ln.Addr().String()
 	m.b.logger.Info("serving metrics", "addr", ln.Addr().String())
 	go func() {
 		if err := m.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -187,3 +189,6 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descOffline, prometheus.GaugeValue, offline)
 	ch <- prometheus.MustNewConstMetric(descController, prometheus.GaugeValue, active)
 }
+
+// MetricsAddr is where /metrics is served ("" when metrics.listener is unset).
+func (b *Broker) MetricsAddr() string { return b.metrics.addr }
