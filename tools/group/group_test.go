@@ -310,7 +310,8 @@ func TestResetOffsetsPlanThenExecute(t *testing.T) {
 		args []string
 		want map[string]map[int32]int64 // the new offsets
 	}{
-		{[]string{"--all-topics", "--to-earliest"}, map[string]map[int32]int64{"t": {0: 0, 1: 0}, "u": {0: 0, 1: 0}}},
+		{[]string{"--all-topics", "--to-earliest"}, map[string]map[int32]int64{"t": {0: 0, 1: 0}, "u": {0: 0}}},
+		{[]string{"--all-topics", "--shift-by", "3"}, map[string]map[int32]int64{"t": {0: 7, 1: 9}, "u": {0: 5}}},
 		{[]string{"--topic", "t", "--to-latest"}, map[string]map[int32]int64{"t": {0: 10, 1: 10}}},
 		{[]string{"--topic", "t:1", "--to-offset", "99"}, map[string]map[int32]int64{"t": {1: 10}}},
 		{[]string{"--topic", "t:0,1", "--shift-by", "-5"}, map[string]map[int32]int64{"t": {0: 0, 1: 1}}},

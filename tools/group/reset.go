@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,8 +63,8 @@ does. Say where with exactly one of --to-earliest, --to-latest, --to-offset N,
 --to-datetime T, --by-duration D (that long before now), --shift-by N (from
 the committed offset; negative moves back) or --to-current (the committed
 offset, or the log end where there is none), and which partitions with
---all-topics (every partition of the topics the group has committed offsets
-for) or --topic T / --topic T:P,P (repeatable).
+--all-topics (every partition the group has a committed offset for) or
+--topic T / --topic T:P,P (repeatable).
 
 An offset outside a partition's log is moved to the nearest end of it.
 Without --execute the plan is printed and nothing changes (--dry-run). The
@@ -138,7 +137,7 @@ refused while the group has active members: stop its consumers first.`,
 	fl.StringVar(&byDuration, "by-duration", "", "move to the first record at or after this long ago (PT30M, P1DT2H or 90m)")
 	fl.Int64Var(&shiftBy, "shift-by", 0, "move by N from the committed offset (negative: back)")
 	fl.BoolVar(&toCurrent, "to-current", false, "move to the committed offset (the log end where none)")
-	fl.BoolVar(&opts.AllTopics, "all-topics", false, "every partition of the topics the group has committed offsets for")
+	fl.BoolVar(&opts.AllTopics, "all-topics", false, "every partition the group has a committed offset for")
 	fl.StringArrayVarP(&opts.Topics, "topic", "t", nil, "topic, or topic:partition,partition,... (repeatable)")
 	fl.BoolVar(&dryRun, "dry-run", false, "only show the plan (the default)")
 	fl.BoolVar(&opts.Execute, "execute", false, "commit the new offsets")
@@ -169,26 +168,25 @@ func runReset(ctx context.Context, o *ResetOptions) error {
 	if err := committed.Error(); err != nil {
 		return fmt.Errorf("reading the committed offsets of group %s: %w", o.Group, err)
 	}
-	specs, err := parseTopicSpecs(o.Topics)
-	if err != nil {
-		return err
-	}
+	var set kadm.TopicsSet
 	if o.AllTopics {
-		topics := map[string]bool{}
-		committed.Each(func(o kadm.OffsetResponse) {
-			if o.Err == nil && o.At >= 0 && !topics[o.Topic] {
-				topics[o.Topic] = true
-				specs = append(specs, TopicSpec{Topic: o.Topic})
+		set = kadm.TopicsSet{}
+		committed.Each(func(c kadm.OffsetResponse) {
+			if c.Err == nil && c.At >= 0 {
+				set.Add(c.Topic, c.Partition)
 			}
 		})
-		slices.SortFunc(specs, func(a, b TopicSpec) int { return strings.Compare(a.Topic, b.Topic) })
-		if len(specs) == 0 {
+		if len(set) == 0 {
 			return fmt.Errorf("group %s has no committed offsets, so --all-topics selects nothing: name topics with --topic", o.Group)
 		}
-	}
-	set, err := resolveTopics(rctx, o.Factory, adm, specs)
-	if err != nil {
-		return err
+	} else {
+		specs, err := parseTopicSpecs(o.Topics)
+		if err != nil {
+			return err
+		}
+		if set, err = resolveTopics(rctx, o.Factory, adm, specs); err != nil {
+			return err
+		}
 	}
 	plan, err := o.plan(rctx, adm, set, committed)
 	if err != nil {
