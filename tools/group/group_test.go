@@ -265,6 +265,9 @@ func TestDescribeEmptyGroupAndMissingGroup(t *testing.T) {
 
 func TestList(t *testing.T) {
 	env := newEnv(t)
+	if out, _, code := run(t, env, NewListCommand(env.F, nil)); code != 0 || out != "No groups.\n" {
+		t.Errorf("no groups: exit %d %q", code, out)
+	}
 	member(t, env, "busy", "c1")
 	member(t, env, "busy", "c2")
 	waitStable(t, env, "busy", 2)
@@ -296,6 +299,11 @@ func TestList(t *testing.T) {
 	}
 	if _, _, code := run(t, env, NewListCommand(env.F, nil), "--state", "sleepy"); code != cmdutil.ExitUsage {
 		t.Errorf("unknown state: exit %d", code)
+	}
+	out, errOut, code := run(t, env, NewDescribeCommand(env.F, nil), "--all", "-o", "json")
+	var gs []Group
+	if err := json.Unmarshal([]byte(out), &gs); code != 0 || err != nil || len(gs) != 2 || gs[0].Group != "busy" || len(gs[0].Members) != 2 || gs[1].Group != "idle" {
+		t.Errorf("describe --all: exit %d %s %s", code, out, errOut)
 	}
 	table, _, _ := run(t, env, NewListCommand(env.F, nil))
 	if !strings.Contains(table, "busy") || !strings.Contains(table, "consumer/") {
