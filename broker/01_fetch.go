@@ -82,6 +82,9 @@ func handleFetch(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Re
 				respond(protocol.Response{Body: encodeFetch(req.GetVersion(), parts)})
 				b.metrics.fetched(parts, follower)
 				return
+			case <-rc.conn.Draining():
+				respond(protocol.Response{Body: encodeFetch(req.GetVersion(), parts)})
+				return
 			case <-rc.ctx.Done():
 				releaseParts(parts)
 				respond(protocol.Response{None: true})

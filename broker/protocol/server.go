@@ -47,6 +47,7 @@ type Server struct {
 	mu       sync.Mutex
 	conns    map[*Conn]struct{}
 	closing  bool
+	draining chan struct{}
 	listener []net.Listener
 	wg       sync.WaitGroup
 }
@@ -81,9 +82,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.mu.Unlock()
 		return net.ErrClosed
 	}
-	if s.conns == nil {
-		s.conns = map[*Conn]struct{}{}
-	}
+	s.init()
 	s.listener = append(s.listener, ln)
 	s.wg.Add(1)
 	s.mu.Unlock()
@@ -142,10 +141,25 @@ func (s *Server) startConn(nc net.Conn) {
 	go c.writeLoop()
 }
 
+func (s *Server) init() {
+	if s.conns == nil {
+		s.conns = map[*Conn]struct{}{}
+		s.draining = make(chan struct{})
+	}
+}
+
+// Draining is closed when Shutdown starts: requests parked in long waits
+// (long-poll fetches) should answer with what they have.
+func (c *Conn) Draining() <-chan struct{} { return c.srv.draining }
+
 // Shutdown stops accepting, stops reading new requests, lets in-flight requests
 // finish and their responses be written (bounded by ctx), then closes connections.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
+	s.init()
+	if !s.closing {
+		close(s.draining)
+	}
 	s.closing = true
 	for _, ln := range s.listener {
 		ln.Close()
