@@ -56,8 +56,9 @@ func (c *Client) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response
 	if !ok {
 		deadline = time.Now().Add(30 * time.Second)
 	}
-	_ = c.conn.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { _ = c.conn.SetDeadline(time.Now()) })
+	conn := c.conn // the field may be cleared once this round trip fails
+	_ = conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
 	defer stop()
 
 	c.corr++
@@ -72,7 +73,7 @@ func (c *Client) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response
 	}
 	buf = req.AppendTo(buf)
 	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
-	if _, err := c.conn.Write(buf); err != nil {
+	if _, err := conn.Write(buf); err != nil {
 		return nil, err
 	}
 	max := c.MaxResponse

@@ -204,6 +204,9 @@ func (c *Conn) readLoop() {
 		}
 		arrived := time.Now()
 		h, req, err := ParseRequest(frame)
+		if err == nil && h.Key == 18 && c.srv.apiVersionsTooNew(h.Version) {
+			err = errUnsupportedVersion
+		}
 		if err != nil {
 			if IsUnsupportedVersion(err) && h.Key == 18 && c.srv.APIKeys != nil {
 				// KIP-511: answer in v0 with the supported versions so the client can retry.
@@ -227,6 +230,20 @@ func (c *Conn) readLoop() {
 			return
 		}
 	}
+}
+
+// apiVersionsTooNew reports whether an ApiVersions request is above the version
+// this server serves, even though kmsg could parse it (KIP-511: answer in v0).
+func (s *Server) apiVersionsTooNew(v int16) bool {
+	if s.APIKeys == nil {
+		return false
+	}
+	for _, k := range s.APIKeys() {
+		if k.ApiKey == 18 {
+			return v > k.MaxVersion
+		}
+	}
+	return false
 }
 
 func (c *Conn) enqueue(s *slot) bool {
