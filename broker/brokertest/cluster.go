@@ -72,6 +72,7 @@ type Cluster struct {
 	connector coord.Connector
 	emb       *embedded.Server
 	zk        *zktest.Server
+	zkConnect string // ZooKeeper address with the cluster's chroot
 
 	mu      sync.Mutex
 	brokers map[int32]*broker.Broker
@@ -95,7 +96,8 @@ func NewCluster(t testing.TB, n int, opts ...Option) *Cluster {
 		c.emb, c.connector = srv, srv
 	case ZooKeeper:
 		c.zk = zktest.Start(t)
-		conn, err := zkstore.NewConnector(c.zk.Addr()+"/ktool-"+strconv.FormatInt(time.Now().UnixNano(), 36), 6*time.Second, slog.New(slog.DiscardHandler))
+		c.zkConnect = c.zk.Addr() + "/ktool-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		conn, err := zkstore.NewConnector(c.zkConnect, 6*time.Second, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,13 +272,9 @@ func (c *Cluster) Client(opts ...kgo.Opt) *kgo.Client {
 // Admin returns an admin client for the cluster.
 func (c *Cluster) Admin() *kadm.Client { return kadm.NewClient(c.Client()) }
 
-// ZooKeeperAddr is the ZooKeeper address (with chroot) when the cluster uses ZooKeeper.
-func (c *Cluster) ZooKeeperAddr() string {
-	if c.zk == nil {
-		return ""
-	}
-	return c.zk.Addr()
-}
+// ZooKeeperAddr is the ZooKeeper address with the cluster's chroot
+// ("127.0.0.1:port/ktool-..."), as zookeeper.connect; "" on the embedded store.
+func (c *Cluster) ZooKeeperAddr() string { return c.zkConnect }
 
 // ZK is the ZooKeeper server when the cluster uses one.
 func (c *Cluster) ZK() *zktest.Server { return c.zk }
