@@ -285,14 +285,18 @@ func (b *Broker) connect(ctx context.Context) (coord.Store, error) {
 		if err == nil {
 			return s, nil
 		}
+		giveUp := func() error {
+			return fmt.Errorf("connecting to the coordination store (zookeeper.connect=%q): %w (last error: %v)",
+				b.cfg.String("zookeeper.connect"), ctx.Err(), err)
+		}
 		if ctx.Err() != nil {
-			return nil, fmt.Errorf("connecting to the coordination store: %w (last error: %v)", ctx.Err(), err)
+			return nil, giveUp()
 		}
 		b.logger.Error("cannot reach the coordination store; retrying", "zookeeper.connect", b.cfg.String("zookeeper.connect"),
 			"attempt", attempt, "retry_in", backoff, "err", err)
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, giveUp()
 		case <-time.After(backoff):
 		}
 		backoff = min(backoff*2, 10*time.Second)
