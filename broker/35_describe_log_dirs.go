@@ -1,0 +1,72 @@
+package broker
+
+// DescribeLogDirs, key 35, v0-v2.
+//
+// This broker's log directories and, per partition it hosts, the size on disk and
+// the offset lag (how far the replica's log end is behind the high watermark it
+// knows, 0 on leaders). Null topics means every partition. Total and usable bytes
+// of each directory come from statfs (v4 fields, left out at lower versions).
+
+import (
+	"path/filepath"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sys/unix"
+
+	"github.com/ktoolhq/ktool/broker/protocol"
+	"github.com/ktoolhq/ktool/broker/replica"
+)
+
+func init() { register(35, 0, 2, handleDescribeLogDirs) }
+
+func handleDescribeLogDirs(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
+	req := r.(*kmsg.DescribeLogDirsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	want := func(tp replica.TP) bool {
+		if req.Topics == nil {
+			return true
+		}
+		for _, t := range req.Topics {
+			if t.Topic == tp.Topic {
+				for _, p := range t.Partitions {
+					if p == tp.Partition {
+						return true
+					}
+				}
+			}
+		}
+		return false
+	}
+	for _, dir := range b.cfg.LogDirs() {
+		d := kmsg.NewDescribeLogDirsResponseDir()
+		d.Dir = dir
+		var st unix.Statfs_t
+		if unix.Statfs(dir, &st) == nil {
+			d.TotalBytes = int64(st.Blocks) * int64(st.Bsize)
+			d.UsableBytes = int64(st.Bavail) * int64(st.Bsize)
+		} else {
+			d.TotalBytes, d.UsableBytes = -1, -1
+		}
+		idx := map[string]int{}
+		for _, p := range b.replicas.Partitions() {
+			if filepath.Dir(p.Log().Dir()) != filepath.Clean(dir) || !want(replica.TP{Topic: p.Topic, Partition: p.ID}) {
+				continue
+			}
+			i, ok := idx[p.Topic]
+			if !ok {
+				t := kmsg.NewDescribeLogDirsResponseDirTopic()
+				t.Topic = p.Topic
+				d.Topics = append(d.Topics, t)
+				i = len(d.Topics) - 1
+				idx[p.Topic] = i
+			}
+			rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
+			rp.Partition = p.ID
+			rp.Size = p.Log().Size()
+			rp.OffsetLag = max(0, p.HighWatermark()-p.Log().LogEndOffset())
+			d.Topics[i].Partitions = append(d.Topics[i].Partitions, rp)
+		}
+		resp.Dirs = append(resp.Dirs, d)
+	}
+	respond(protocol.Response{Msg: resp})
+}
