@@ -34,6 +34,7 @@ groups, console produce and consume, and performance tests.`,
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
 	f.AddGlobalFlags(root)
+	_ = root.RegisterFlagCompletionFunc("profile", cmdutil.CompleteProfiles(f))
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return cmdutil.UsageError(err) })
 
 	root.AddCommand(

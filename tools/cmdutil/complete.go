@@ -204,3 +204,14 @@ func (c completionCache) store(names []string) {
 	}
 	_ = os.Rename(tmp, c.path)
 }
+
+// CompleteFirstArg completes with fn only the first argument, for commands
+// that take one.
+func CompleteFirstArg(fn CompletionFunc) CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return fn(cmd, args, toComplete)
+	}
+}

@@ -40,8 +40,9 @@ type Options struct {
 func NewCommand(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{Factory: f}
 	cmd := &cobra.Command{
-		Use:   "consume TOPIC",
-		Short: "Print records of a topic (kcat-style -f formats)",
+		Use:               "consume TOPIC",
+		ValidArgsFunction: cmdutil.CompleteFirstArg(cmdutil.CompleteTopics(f)),
+		Short:             "Print records of a topic (kcat-style -f formats)",
 		Long: `Print records of TOPIC to standard output, one formatted record at a time.
 
 --offset: beginning, end, N (an absolute offset), -N (N records before the
@@ -75,6 +76,7 @@ an executable named ktool-assignor-NAME in the plugin directory (see
 	fl.Int32SliceVarP(&opts.Partitions, "partition", "p", nil, "only these partitions (repeatable or comma-separated)")
 	fl.IntVarP(&opts.Count, "count", "c", 0, "exit after this many records (0: no limit)")
 	fl.StringVarP(&opts.Group, "group", "g", "", "consume as a member of this consumer group, committing offsets")
+	_ = cmd.RegisterFlagCompletionFunc("group", cmdutil.CompleteGroups(f))
 	fl.StringVar(&opts.Assignor, "assignor", "range", "group partition assignor plugin: range, roundrobin, sticky, cooperative-sticky or an external one")
 	fl.StringVar(&opts.PluginDir, "plugin-dir", "", "directory of external plugins (env KTOOL_PLUGIN_DIR; default "+plugins.DefaultDir()+")")
 	fl.StringVarP(&opts.Format, "format", "f", `%s\n`, "output format (see above)")

@@ -85,6 +85,7 @@ broker, the share it does not lead).`,
 	fl.BoolVar(&opts.Unclean, "unclean", false, "elect any live replica for partitions without a live leader")
 	fl.StringVar(&opts.Type, "type", "", "election type: preferred or unclean (Kafka's spelling)")
 	fl.StringVarP(&opts.Topic, "topic", "t", "", "topic whose partitions to elect")
+	_ = cmd.RegisterFlagCompletionFunc("topic", cmdutil.CompleteTopics(f))
 	fl.Int32VarP(&opts.Partition, "partition", "p", -1, "only this partition of --topic")
 	fl.BoolVar(&opts.AllTopicPartitions, "all-topic-partitions", false, "every partition of every topic")
 	fl.StringVar(&opts.PathToJSONFile, "path-to-json-file", "", `JSON file {"partitions":[{"topic":"t","partition":0}]}`)

@@ -69,8 +69,9 @@ type AssignorResult struct {
 func NewVerifyCommand(f *cmdutil.Factory, runF func(context.Context, *VerifyOptions) error) *cobra.Command {
 	opts := &VerifyOptions{Factory: f}
 	cmd := &cobra.Command{
-		Use:   "verify NAME",
-		Short: "Check a codec or assignor plugin with sample data and measure its speed",
+		Use:               "verify NAME",
+		ValidArgsFunction: cmdutil.CompleteFirstArg(cmdutil.CompletePlugins(f)),
+		Short:             "Check a codec or assignor plugin with sample data and measure its speed",
 		Long: `Verify starts the plugin and checks it:
 
   codec     compresses sample record batches and decompresses them again, checks

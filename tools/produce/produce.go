@@ -34,8 +34,9 @@ type Options struct {
 func NewCommand(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{Factory: f}
 	cmd := &cobra.Command{
-		Use:   "produce TOPIC",
-		Short: "Send each line of standard input as a record",
+		Use:               "produce TOPIC",
+		ValidArgsFunction: cmdutil.CompleteFirstArg(cmdutil.CompleteTopics(f)),
+		Short:             "Send each line of standard input as a record",
 		Long: `Read standard input and send each line as one record to TOPIC. With
 --key-separator each line is KEY<sep>VALUE. Nothing is printed on success
 unless -v; the command exits 1 if any record was not delivered.`,

@@ -108,9 +108,10 @@ type UseOptions struct {
 func NewUseCommand(f *cmdutil.Factory, runF func(context.Context, *UseOptions) error) *cobra.Command {
 	opts := &UseOptions{Factory: f}
 	return &cobra.Command{
-		Use:   "use NAME",
-		Short: "Make a profile the current one",
-		Args:  cobra.ExactArgs(1),
+		Use:               "use NAME",
+		ValidArgsFunction: cmdutil.CompleteFirstArg(cmdutil.CompleteProfiles(f)),
+		Short:             "Make a profile the current one",
+		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
 			if runF != nil {
@@ -230,10 +231,11 @@ type DeleteOptions struct {
 func NewDeleteCommand(f *cmdutil.Factory, runF func(context.Context, *DeleteOptions) error) *cobra.Command {
 	opts := &DeleteOptions{Factory: f}
 	return &cobra.Command{
-		Use:     "delete NAME",
-		Aliases: []string{"rm"},
-		Short:   "Delete a profile",
-		Args:    cobra.ExactArgs(1),
+		Use:               "delete NAME",
+		ValidArgsFunction: cmdutil.CompleteFirstArg(cmdutil.CompleteProfiles(f)),
+		Aliases:           []string{"rm"},
+		Short:             "Delete a profile",
+		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Name = args[0]
 			if runF != nil {

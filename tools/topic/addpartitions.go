@@ -23,8 +23,9 @@ type AddPartitionsOptions struct {
 func NewAddPartitionsCommand(f *cmdutil.Factory, runF func(context.Context, *AddPartitionsOptions) error) *cobra.Command {
 	opts := &AddPartitionsOptions{Factory: f}
 	cmd := &cobra.Command{
-		Use:   "add-partitions TOPIC... (--partitions TOTAL | --add N)",
-		Short: "Add partitions to topics (partitions can never be removed)",
+		Use:               "add-partitions TOPIC... (--partitions TOTAL | --add N)",
+		ValidArgsFunction: cmdutil.CompleteTopics(f),
+		Short:             "Add partitions to topics (partitions can never be removed)",
 		Long: `Raise a topic's partition count, either to a total (--partitions, as
 kafka-topics.sh --alter --partitions) or by a number (--add). Keys that hashed
 to one partition may hash to another afterwards.`,

@@ -25,8 +25,9 @@ type AlterConfigOptions struct {
 func NewAlterConfigCommand(f *cmdutil.Factory, runF func(context.Context, *AlterConfigOptions) error) *cobra.Command {
 	opts := &AlterConfigOptions{Factory: f}
 	cmd := &cobra.Command{
-		Use:   "alter-config TOPIC... --set k=v | --delete k",
-		Short: "Set or remove topic config overrides",
+		Use:               "alter-config TOPIC... --set k=v | --delete k",
+		ValidArgsFunction: cmdutil.CompleteTopics(f),
+		Short:             "Set or remove topic config overrides",
 		Long: `Set or remove configs on topics. --delete removes the override so the
 broker's default applies again. Other overrides are left as they are.`,
 		Example: `  ktool topic alter-config orders --set retention.ms=3600000

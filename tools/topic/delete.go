@@ -22,9 +22,10 @@ type DeleteOptions struct {
 func NewDeleteCommand(f *cmdutil.Factory, runF func(context.Context, *DeleteOptions) error) *cobra.Command {
 	opts := &DeleteOptions{Factory: f}
 	cmd := &cobra.Command{
-		Use:   "delete TOPIC...",
-		Short: "Delete topics and all their data",
-		Args:  cobra.MinimumNArgs(1),
+		Use:               "delete TOPIC...",
+		ValidArgsFunction: cmdutil.CompleteTopics(f),
+		Short:             "Delete topics and all their data",
+		Args:              cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topics = args
 			if runF != nil {

@@ -36,8 +36,9 @@ type DescribeOptions struct {
 func NewDescribeCommand(f *cmdutil.Factory, runF func(context.Context, *DescribeOptions) error) *cobra.Command {
 	opts := &DescribeOptions{Factory: f}
 	cmd := &cobra.Command{
-		Use:   "describe [TOPIC...]",
-		Short: "Show partitions with leader, AR, ISR, OSR, offline replicas and offsets",
+		Use:               "describe [TOPIC...]",
+		ValidArgsFunction: cmdutil.CompleteTopics(f),
+		Short:             "Show partitions with leader, AR, ISR, OSR, offline replicas and offsets",
 		Long: `Describe topics: partition count, replication factor and the configs that
 override the defaults, then per partition the leader and its epoch, the
 assigned replicas (AR), the in-sync replicas (ISR), the out-of-sync replicas
