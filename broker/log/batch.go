@@ -122,14 +122,22 @@ func ParseBatchHeader(b []byte) (BatchHeader, error) {
 	return h, nil
 }
 
-// checkRecordCount rejects batches whose record count cannot be right. Kafka's
-// compaction may leave fewer records than the offset span; ktool does not
-// compact, so its batches always hold exactly lastOffsetDelta+1 records.
-func checkRecordCount(h BatchHeader) error {
-	if h.NumRecords <= 0 {
+// checkRecordCount rejects batches whose record count cannot be right. A
+// client's batch holds exactly lastOffsetDelta+1 records (exact). One the
+// cleaner rewrote keeps its offset span but may hold fewer records, or none
+// when it is kept for the producer's sequence numbers, so batches read from a
+// log or fetched from a leader only need a count within the span.
+func checkRecordCount(h BatchHeader, exact bool) error {
+	if h.LastOffsetDelta < 0 {
+		return fmt.Errorf("batch has last offset delta %d: %w", h.LastOffsetDelta, kerr.CorruptMessage)
+	}
+	if exact && h.NumRecords <= 0 {
 		return fmt.Errorf("batch has %d records: %w", h.NumRecords, kerr.CorruptMessage)
 	}
-	if h.LastOffsetDelta != h.NumRecords-1 {
+	if exact && h.LastOffsetDelta != h.NumRecords-1 {
+		return fmt.Errorf("batch has %d records but last offset delta %d: %w", h.NumRecords, h.LastOffsetDelta, kerr.CorruptMessage)
+	}
+	if h.NumRecords < 0 || h.NumRecords-1 > h.LastOffsetDelta {
 		return fmt.Errorf("batch has %d records but last offset delta %d: %w", h.NumRecords, h.LastOffsetDelta, kerr.CorruptMessage)
 	}
 	return nil
@@ -144,6 +152,17 @@ func batchCRC(batch []byte) uint32 {
 // CRC32C, a record count consistent with lastOffsetDelta, and a size of at
 // most maxBatchBytes (0 means no limit). It returns the parsed headers in order.
 func ValidateBatches(records []byte, maxBatchBytes int) ([]BatchHeader, error) {
+	return validateBatches(records, maxBatchBytes, true)
+}
+
+// ValidateLogBatches checks batches that come from a log rather than a
+// producer, such as a follower's fetch: as ValidateBatches, but a batch the
+// cleaner thinned may hold fewer records than its offset span.
+func ValidateLogBatches(records []byte) ([]BatchHeader, error) {
+	return validateBatches(records, 0, false)
+}
+
+func validateBatches(records []byte, maxBatchBytes int, exactCount bool) ([]BatchHeader, error) {
 	if len(records) == 0 {
 		return nil, fmt.Errorf("no record batches: %w", kerr.InvalidRecord)
 	}
@@ -167,7 +186,7 @@ func ValidateBatches(records []byte, maxBatchBytes int) ([]BatchHeader, error) {
 		batch := rest[:size]
 		h, err := ParseBatchHeader(batch)
 		if err == nil {
-			err = checkRecordCount(h)
+			err = checkRecordCount(h, exactCount)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("batch at byte %d: %w", pos, err)

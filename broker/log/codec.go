@@ -9,6 +9,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/snappy"
+	"github.com/klauspost/compress/snappy/xerial"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 )
@@ -42,6 +43,52 @@ func decompress(codec int8, src []byte) ([]byte, error) {
 		}
 		defer d.Close()
 		return d.DecodeAll(src, nil)
+	}
+	return nil, fmt.Errorf("unknown compression codec %d", codec)
+}
+
+// compress encodes records with codec for a batch the cleaner rewrote; like
+// names a batch body that used the codec before: snappy keeps its framing
+// (xerial, as Java clients write, or raw blocks). lz4 writes 64 KiB blocks
+// without checksums and zstd single frames, as Kafka's clients do.
+func compress(codec int8, raw, like []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	switch codec {
+	case 0:
+		return raw, nil
+	case 1:
+		w := gzip.NewWriter(&buf)
+		if _, err := w.Write(raw); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+		return buf.Bytes(), nil
+	case 2:
+		if bytes.HasPrefix(like, xerialHeader) {
+			return xerial.Encode(nil, raw), nil
+		}
+		return snappy.Encode(nil, raw), nil
+	case 3:
+		w := lz4.NewWriter(&buf)
+		if err := w.Apply(lz4.BlockSizeOption(lz4.Block64Kb), lz4.ChecksumOption(false)); err != nil {
+			return nil, err
+		}
+		if _, err := w.Write(raw); err != nil {
+			return nil, err
+		}
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+		return buf.Bytes(), nil
+	case 4:
+		e, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithZeroFrames(true))
+		if err != nil {
+			return nil, err
+		}
+		out := e.EncodeAll(raw, nil)
+		return out, e.Close()
 	}
 	return nil, fmt.Errorf("unknown compression codec %d", codec)
 }

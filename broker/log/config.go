@@ -3,6 +3,7 @@ package log
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -10,6 +11,12 @@ import (
 const (
 	CreateTime    = "CreateTime"
 	LogAppendTime = "LogAppendTime"
+)
+
+// Values of cleanup.policy; a policy may list both, comma-separated.
+const (
+	PolicyDelete  = "delete"
+	PolicyCompact = "compact"
 )
 
 // Config holds the topic settings a partition log obeys, under Kafka's names.
@@ -28,7 +35,20 @@ type Config struct {
 	// with CreateTime, a batch whose timestamps lie further than this from the
 	// broker's clock is rejected with INVALID_TIMESTAMP.
 	MessageTimestampDifferenceMaxMs int64
-	Now                             func() time.Time // nil means time.Now
+
+	// CleanupPolicy is cleanup.policy: "delete", "compact" or both
+	// ("compact,delete"). Time and size retention apply with delete, the
+	// cleaner (Clean) with compact.
+	CleanupPolicy          string
+	DeleteRetentionMs      int64   // delete.retention.ms: how long tombstones outlive their segment's newest record
+	MinCleanableDirtyRatio float64 // min.cleanable.dirty.ratio
+	MinCompactionLagMs     int64   // min.compaction.lag.ms
+	MaxCompactionLagMs     int64   // max.compaction.lag.ms
+	// CleanerDedupeBufferSize is log.cleaner.dedupe.buffer.size: the memory
+	// one cleaning pass may use for its key map (cleanerBytesPerKey a key).
+	CleanerDedupeBufferSize int64
+
+	Now func() time.Time // nil means time.Now
 }
 
 // DefaultConfig returns Kafka's defaults.
@@ -44,6 +64,12 @@ func DefaultConfig() Config {
 		MaxMessageBytes:                 1048588,
 		TimestampType:                   CreateTime,
 		MessageTimestampDifferenceMaxMs: math.MaxInt64,
+		CleanupPolicy:                   PolicyDelete,
+		DeleteRetentionMs:               24 * 60 * 60 * 1000,
+		MinCleanableDirtyRatio:          0.5,
+		MinCompactionLagMs:              0,
+		MaxCompactionLagMs:              math.MaxInt64,
+		CleanerDedupeBufferSize:         128 << 20,
 	}
 }
 
@@ -70,8 +96,49 @@ func (c Config) Validate() error {
 		return fmt.Errorf("message.timestamp.type %q is neither %s nor %s", c.TimestampType, CreateTime, LogAppendTime)
 	case c.MessageTimestampDifferenceMaxMs < 0:
 		return fmt.Errorf("message.timestamp.difference.max.ms %d is negative", c.MessageTimestampDifferenceMaxMs)
+	case c.DeleteRetentionMs < 0:
+		return fmt.Errorf("delete.retention.ms %d is negative", c.DeleteRetentionMs)
+	case !(c.MinCleanableDirtyRatio >= 0 && c.MinCleanableDirtyRatio <= 1):
+		return fmt.Errorf("min.cleanable.dirty.ratio %v outside [0, 1]", c.MinCleanableDirtyRatio)
+	case c.MinCompactionLagMs < 0:
+		return fmt.Errorf("min.compaction.lag.ms %d is negative", c.MinCompactionLagMs)
+	case c.MaxCompactionLagMs < 1:
+		return fmt.Errorf("max.compaction.lag.ms %d must be positive", c.MaxCompactionLagMs)
+	case c.MinCompactionLagMs > c.MaxCompactionLagMs:
+		return fmt.Errorf("min.compaction.lag.ms %d is greater than max.compaction.lag.ms %d", c.MinCompactionLagMs, c.MaxCompactionLagMs)
+	case c.CleanerDedupeBufferSize < cleanerBytesPerKey:
+		return fmt.Errorf("log.cleaner.dedupe.buffer.size %d is below %d", c.CleanerDedupeBufferSize, cleanerBytesPerKey)
 	}
-	return nil
+	_, _, err := parseCleanupPolicy(c.CleanupPolicy)
+	return err
+}
+
+// parseCleanupPolicy reads a cleanup.policy list as Kafka does: comma
+// separated, spaces ignored, each item delete or compact.
+func parseCleanupPolicy(p string) (compact, del bool, err error) {
+	for _, item := range strings.Split(p, ",") {
+		switch strings.TrimSpace(item) {
+		case PolicyCompact:
+			compact = true
+		case PolicyDelete:
+			del = true
+		default:
+			return false, false, fmt.Errorf("cleanup.policy %q: each item must be %s or %s", p, PolicyDelete, PolicyCompact)
+		}
+	}
+	return compact, del, nil
+}
+
+// Compact reports whether cleanup.policy includes compact.
+func (c Config) Compact() bool {
+	compact, _, _ := parseCleanupPolicy(c.CleanupPolicy)
+	return compact
+}
+
+// Delete reports whether cleanup.policy includes delete.
+func (c Config) Delete() bool {
+	_, del, _ := parseCleanupPolicy(c.CleanupPolicy)
+	return del
 }
 
 func (c Config) now() time.Time {

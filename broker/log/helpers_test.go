@@ -164,7 +164,7 @@ func readAll(t testing.TB, l *Log, from int64) []byte {
 		}
 		b := regionBytes(t, r)
 		r.Release()
-		hdrs, err := ValidateBatches(b, 0)
+		hdrs, err := ValidateLogBatches(b)
 		if err != nil {
 			t.Fatalf("region at %d: %v", off, err)
 		}

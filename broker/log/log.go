@@ -18,10 +18,12 @@ var ErrClosed = errors.New("partition log is closed")
 
 // Log is the durable, segmented log of one partition.
 //
-// Lock order: appendMu, then flushMu, then mu. appendMu serializes every
-// change (appends, rolls, truncation, retention); flushMu serializes fsyncs
-// and checkpoint writes so that they run without blocking appends; mu guards
-// what readers look at and is only held for in-memory work.
+// Lock order: cleanMu, then appendMu, then flushMu, then mu. cleanMu
+// serializes cleaning passes, which hold the others only to plan and to swap;
+// appendMu serializes every change (appends, rolls, truncation, retention);
+// flushMu serializes fsyncs and checkpoint writes so that they run without
+// blocking appends; mu guards what readers look at and is only held for
+// in-memory work.
 type Log struct {
 	dir    string
 	logger *slog.Logger
@@ -32,6 +34,8 @@ type Log struct {
 	flushMu      sync.Mutex
 	checkpointed map[string]int64 // flushMu: the offset each checkpoint file holds
 
+	cleanMu sync.Mutex // one cleaning pass at a time
+
 	epochFileMu sync.Mutex // serializes writes of the leader epoch checkpoint
 
 	mu            sync.Mutex
@@ -41,6 +45,7 @@ type Log struct {
 	leo           int64
 	hw            int64
 	recoveryPoint int64
+	cleanerPoint  int64 // where the cleaner's next dirty section starts; -1 before the first pass
 	lastFlush     time.Time
 	epochs        epochCache
 	epochsDirty   bool // the epoch checkpoint is behind the cache
@@ -235,6 +240,11 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendResult, e
 			return AppendResult{}, err
 		}
 	}
+	if cfg.Compact() {
+		if err := checkKeys(records, hdrs); err != nil {
+			return AppendResult{}, err
+		}
+	}
 	if int64(len(records)) > cfg.SegmentBytes {
 		return AppendResult{}, fmt.Errorf("%d bytes of batches exceed segment.bytes %d: %w", len(records), cfg.SegmentBytes, kerr.RecordListTooLarge)
 	}
@@ -319,9 +329,10 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendResult, e
 }
 
 // AppendAsFollower appends batches fetched from the leader. Their offsets are
-// kept; batches below the LEO are skipped and the rest must continue it.
+// kept; batches below the LEO are skipped and the rest must follow it, with
+// gaps where the leader's cleaner removed whole batches.
 func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
-	hdrs, err := ValidateBatches(records, 0)
+	hdrs, err := ValidateLogBatches(records)
 	if err != nil {
 		return AppendResult{}, err
 	}
@@ -344,8 +355,8 @@ func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
 	}
 	want := leo
 	for _, h := range hdrs {
-		if h.BaseOffset != want {
-			return AppendResult{}, fmt.Errorf("batch at offset %d does not continue the log at %d: %w", h.BaseOffset, want, kerr.OffsetOutOfRange)
+		if h.BaseOffset < want {
+			return AppendResult{}, fmt.Errorf("batch at offset %d overlaps the log ending at %d: %w", h.BaseOffset, want, kerr.OffsetOutOfRange)
 		}
 		want = h.LastOffset() + 1
 	}
@@ -567,11 +578,15 @@ func (l *Log) flushLocked() error {
 
 // checkpointValues are the offsets the checkpoint files should hold; mu is held.
 func (l *Log) checkpointValues() map[string]int64 {
-	return map[string]int64{
+	vals := map[string]int64{
 		recoveryPointFile: l.recoveryPoint,
 		logStartFile:      l.logStart,
 		highWatermarkFile: l.hw,
 	}
+	if l.cleanerPoint >= 0 {
+		vals[cleanerCheckpointFile] = l.cleanerPoint
+	}
+	return vals
 }
 
 // writeCheckpointsLocked rewrites the offset checkpoints whose value

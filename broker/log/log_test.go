@@ -678,15 +678,21 @@ func TestAppendAsFollower(t *testing.T) {
 	if e, off := follower.EndOffsetForEpoch(1); e != 1 || off != 9 {
 		t.Fatalf("follower epoch 1 ends (%d, %d)", e, off)
 	}
-	// A gap is refused.
-	gap := makeBatch(t, plain(1, 0))
-	setBaseOffset(gap, 50)
-	_, err = follower.AppendAsFollower(gap)
+	// A batch straddling the LEO is refused.
+	overlap := makeBatch(t, plain(3, 0))
+	setBaseOffset(overlap, 17)
+	_, err = follower.AppendAsFollower(overlap)
 	wantKerr(t, err, kerr.OffsetOutOfRange)
 	// Producer state came along: the follower, now leader, detects duplicates.
 	dup, err := follower.AppendAsLeader(makeBatch(t, idem(5, 0, 15, 3)), 3)
 	if err != nil || !dup.Duplicate || dup.BaseOffset != 15 {
 		t.Fatalf("duplicate on new leader: %+v, %v", dup, err)
+	}
+	// A gap, where a compacted leader removed whole batches, is taken.
+	gap := makeBatch(t, plain(1, 0))
+	setBaseOffset(gap, 50)
+	if res, err := follower.AppendAsFollower(gap); err != nil || res.BaseOffset != 50 || follower.LogEndOffset() != 51 {
+		t.Fatalf("append after a gap: %+v, %v, LEO %d", res, err, follower.LogEndOffset())
 	}
 }
 

@@ -43,30 +43,43 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 		l.mu.Unlock()
 		return Region{}, fmt.Errorf("offset %d outside [%d, %d]: %w", offset, logStart, leo, kerr.OffsetOutOfRange)
 	}
-	i := l.segmentFor(offset)
 	atEnd := offset == l.leo
 	l.mu.Unlock()
 	if atEnd || offset >= maxOffset {
 		return Region{}, nil
 	}
-	for ; ; i++ {
+	// Segments are looked up by offset on every step, never by position:
+	// the cleaner may have swapped the list since the last look.
+	for cur := offset; ; {
 		l.mu.Lock()
-		if l.closed || i >= len(l.segs) {
+		if l.closed {
 			l.mu.Unlock()
 			return Region{}, nil
 		}
+		i := l.segmentFor(cur)
 		s := l.segs[i]
+		last := i+1 == len(l.segs)
+		next := int64(0)
+		if !last {
+			next = l.segs[i+1].base
+		}
 		// Appends never write below an index slice's length and truncation
 		// gives the segment a new array, so idx may be searched unlocked.
 		idx, base, size, files := s.idx, s.base, s.size, s.files
 		files.acquire()
 		l.mu.Unlock()
 
-		r, found, err := readSegment(files, idx, base, size, offset, maxBytes, maxOffset, minOneBatch)
+		r, found, err := readSegment(files, idx, base, size, cur, maxBytes, maxOffset, minOneBatch)
 		if err != nil || found {
 			return r, err
 		}
 		files.release()
+		if last {
+			return Region{}, nil
+		}
+		// Every batch below next ends before cur (cleaning only removes
+		// batches), so the batch wanted is the first one from next.
+		cur = next
 	}
 }
 

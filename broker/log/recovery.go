@@ -76,6 +76,7 @@ func (l *Log) load(clean bool) error {
 	logStart, hasLogStart := l.readCheckpoint(logStartFile)
 	recoveryPoint, _ := l.readCheckpoint(recoveryPointFile)
 	hw, _ := l.readCheckpoint(highWatermarkFile)
+	cleanerPoint, hasCleanerPoint := l.readCheckpoint(cleanerCheckpointFile)
 	epochs, err := readEpochCheckpoint(filepath.Join(l.dir, leaderEpochFile))
 	if err != nil {
 		l.logger.Warn("ignoring unreadable leader epoch checkpoint", "dir", l.dir, "err", err)
@@ -144,6 +145,10 @@ func (l *Log) load(clean bool) error {
 		l.leo = l.logStart
 	}
 	l.hw = min(max(hw, l.logStart), l.leo)
+	l.cleanerPoint = -1
+	if hasCleanerPoint {
+		l.cleanerPoint = min(cleanerPoint, l.leo)
+	}
 
 	l.epochs.truncateFromEnd(l.leo)
 	l.epochs.truncateFromStart(l.logStart)
@@ -173,6 +178,12 @@ func (l *Log) cleanDir() ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := l.finishSwaps(entries); err != nil {
+		return nil, err
+	}
+	if entries, err = os.ReadDir(l.dir); err != nil {
+		return nil, err
+	}
 	logs := make(map[int64]bool)
 	for _, e := range entries {
 		if base, ok := segmentBase(e.Name(), logExt); ok {
@@ -183,7 +194,7 @@ func (l *Log) cleanDir() ([]int64, error) {
 	for _, e := range entries {
 		name := e.Name()
 		path := filepath.Join(l.dir, name)
-		if strings.HasSuffix(name, tmpSuffix) || strings.HasSuffix(name, truncSuffix) {
+		if strings.HasSuffix(name, tmpSuffix) || strings.HasSuffix(name, truncSuffix) || strings.HasSuffix(name, cleanedSuffix) || strings.HasSuffix(name, swapSuffix) {
 			l.logger.Warn("removing leftover file", "file", path)
 			if err := os.Remove(path); err != nil {
 				return nil, err
@@ -276,8 +287,8 @@ func (l *Log) loadTrusted(s *segment) error {
 	if err != nil {
 		return err
 	}
-	if first.BaseOffset != s.base {
-		return fmt.Errorf("first batch has offset %d, segment base is %d", first.BaseOffset, s.base)
+	if first.BaseOffset < s.base {
+		return fmt.Errorf("first batch has offset %d, below the segment base %d", first.BaseOffset, s.base)
 	}
 	s.rollTs = first.MaxTimestamp
 	if n := len(s.tidx); n > 0 {
@@ -306,61 +317,89 @@ func (l *Log) loadTrusted(s *segment) error {
 }
 
 // recoverSegment checks every batch of a segment and rebuilds its indexes.
-// At the first torn, corrupt or out-of-sequence batch the segment is cut;
-// cut reports that.
+// At the first torn, corrupt or out-of-order batch the segment is cut; cut
+// reports that. Gaps between batches are left by the cleaner and allowed.
 func (l *Log) recoverSegment(s *segment, interval int64) (cut bool, err error) {
 	sc := newBatchScanner(s.files.log, 0, s.size)
-	var idx []offsetEntry
-	var tidx []timeEntry
-	maxTs, offMaxTs, rollTs := int64(-1), int64(-1), int64(-1)
-	next, bytesSinceIdx, validEnd := s.base, int64(0), int64(0)
+	ib := newIndexBuilder(s.base, interval)
 	for {
 		h, _, pos, ok := sc.next()
 		if !ok {
 			break
 		}
-		if h.BaseOffset != next || h.LastOffset()-s.base > math.MaxInt32 {
-			sc.err = fmt.Errorf("batch at %d has offset %d, expected %d", pos, h.BaseOffset, next)
+		if h.BaseOffset < ib.next || h.LastOffset()-s.base > math.MaxInt32 {
+			sc.err = fmt.Errorf("batch at %d has offset %d, expected at least %d", pos, h.BaseOffset, ib.next)
 			break
 		}
-		if pos == 0 {
-			rollTs = h.MaxTimestamp
-		}
-		if h.MaxTimestamp > maxTs {
-			maxTs, offMaxTs = h.MaxTimestamp, h.LastOffset()
-		}
-		if bytesSinceIdx > interval {
-			idx = append(idx, offsetEntry{rel: int32(h.LastOffset() - s.base), pos: int32(pos)})
-			if n := len(tidx); n == 0 || maxTs > tidx[n-1].ts {
-				tidx = append(tidx, timeEntry{ts: maxTs, rel: int32(offMaxTs - s.base)})
-			}
-			bytesSinceIdx = 0
-		}
-		bytesSinceIdx += h.Size()
-		next = h.LastOffset() + 1
-		validEnd = pos + h.Size()
+		ib.add(h)
 		l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
 	}
-	if validEnd < s.size {
-		l.logger.Warn("truncating damaged segment", "file", s.files.log.Name(), "validBytes", validEnd, "droppedBytes", s.size-validEnd, "reason", sc.err)
-		if err := s.files.log.Truncate(validEnd); err != nil {
+	if ib.size < s.size {
+		l.logger.Warn("truncating damaged segment", "file", s.files.log.Name(), "validBytes", ib.size, "droppedBytes", s.size-ib.size, "reason", sc.err)
+		if err := s.files.log.Truncate(ib.size); err != nil {
 			return false, err
 		}
 		cut = true
 	}
-	// The final largest timestamp goes in as when a segment is sealed, so a
-	// rebuilt time index is trusted on the next clean start.
-	if n := len(tidx); maxTs >= 0 && (n == 0 || maxTs > tidx[n-1].ts) {
-		tidx = append(tidx, timeEntry{ts: maxTs, rel: int32(offMaxTs - s.base)})
-	}
-	if err := rewriteIndexes(s.files, idx, tidx); err != nil {
+	ib.seal()
+	if err := rewriteIndexes(s.files, ib.idx, ib.tidx); err != nil {
 		return false, err
 	}
-	s.idx, s.tidx = idx, tidx
-	s.size, s.next = validEnd, next
-	s.maxTs, s.offMaxTs, s.rollTs = maxTs, offMaxTs, rollTs
-	s.bytesSinceIdx = bytesSinceIdx
+	ib.apply(s)
 	return cut, nil
+}
+
+// indexBuilder computes a segment's sparse indexes and summary from its
+// batches in order, with the entries appends would have written.
+type indexBuilder struct {
+	base, interval int64
+	idx            []offsetEntry
+	tidx           []timeEntry
+	maxTs          int64
+	offMaxTs       int64
+	rollTs         int64
+	next           int64 // offset after the last batch; base when none
+	size           int64
+	sinceIdx       int64
+}
+
+func newIndexBuilder(base, interval int64) *indexBuilder {
+	return &indexBuilder{base: base, interval: interval, maxTs: -1, offMaxTs: -1, rollTs: -1, next: base}
+}
+
+func (b *indexBuilder) add(h BatchHeader) {
+	if b.size == 0 {
+		b.rollTs = h.MaxTimestamp
+	}
+	if h.MaxTimestamp > b.maxTs {
+		b.maxTs, b.offMaxTs = h.MaxTimestamp, h.LastOffset()
+	}
+	if b.sinceIdx > b.interval {
+		b.idx = append(b.idx, offsetEntry{rel: int32(h.LastOffset() - b.base), pos: int32(b.size)})
+		if n := len(b.tidx); n == 0 || b.maxTs > b.tidx[n-1].ts {
+			b.tidx = append(b.tidx, timeEntry{ts: b.maxTs, rel: int32(b.offMaxTs - b.base)})
+		}
+		b.sinceIdx = 0
+	}
+	b.sinceIdx += h.Size()
+	b.size += h.Size()
+	b.next = h.LastOffset() + 1
+}
+
+// seal adds the final largest timestamp as when a segment stops being
+// active, so that the time index is trusted on the next clean start.
+func (b *indexBuilder) seal() {
+	if n := len(b.tidx); b.maxTs >= 0 && (n == 0 || b.maxTs > b.tidx[n-1].ts) {
+		b.tidx = append(b.tidx, timeEntry{ts: b.maxTs, rel: int32(b.offMaxTs - b.base)})
+	}
+}
+
+// apply gives s what the builder computed.
+func (b *indexBuilder) apply(s *segment) {
+	s.idx, s.tidx = b.idx, b.tidx
+	s.size, s.next = b.size, b.next
+	s.maxTs, s.offMaxTs, s.rollTs = b.maxTs, b.offMaxTs, b.rollTs
+	s.bytesSinceIdx = b.sinceIdx
 }
 
 func rewriteIndexes(files *segFiles, idx []offsetEntry, tidx []timeEntry) error {
@@ -388,12 +427,14 @@ func (l *Log) dropSegmentsFrom(i int, why string) error {
 	return errors.Join(errs...)
 }
 
-// checkContiguity drops empty segments that are not the last one and cuts
-// the log where a segment does not start at the previous one's end.
+// checkContiguity drops empty segments that are neither the first (which the
+// cleaner may leave empty, keeping the log start) nor the last, and cuts the
+// log where a segment starts before the previous one's end. A segment may
+// start after it: the cleaner removed the batches between.
 func (l *Log) checkContiguity() error {
 	for i := 0; i+1 < len(l.segs); {
 		s := l.segs[i]
-		if s.empty() {
+		if s.empty() && i > 0 {
 			l.logger.Warn("deleting empty inner segment", "file", s.files.log.Name())
 			if err := s.unlink(l.dir); err != nil {
 				return err
@@ -401,8 +442,8 @@ func (l *Log) checkContiguity() error {
 			l.segs = append(l.segs[:i], l.segs[i+1:]...)
 			continue
 		}
-		if next := l.segs[i+1]; next.base != s.next {
-			return l.dropSegmentsFrom(i+1, fmt.Sprintf("segment %d does not continue at %d", next.base, s.next))
+		if next := l.segs[i+1]; next.base < s.next {
+			return l.dropSegmentsFrom(i+1, fmt.Sprintf("segment %d overlaps the previous one ending at %d", next.base, s.next))
 		}
 		i++
 	}

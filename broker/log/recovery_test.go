@@ -231,7 +231,7 @@ func TestRecoverEverySizeOfTornWrite(t *testing.T) {
 	}
 }
 
-func TestRecoverDropsNonContiguousSegment(t *testing.T) {
+func TestRecoverDropsOverlappingSegment(t *testing.T) {
 	cfg := smallSegments()
 	l, dir := newLog(t, cfg)
 	batches := fill(t, l, 30)
@@ -239,20 +239,57 @@ func TestRecoverDropsNonContiguousSegment(t *testing.T) {
 		t.Fatal(err)
 	}
 	bases := segmentFiles(t, dir)
-	// Remove the second segment: the third no longer continues the first.
+	// Rename the third segment one offset lower: it overlaps the second.
 	for _, ext := range []string{logExt, indexExt, timeIndexExt} {
-		if err := os.Remove(segmentPath(dir, bases[1], ext)); err != nil {
+		if err := os.Rename(segmentPath(dir, bases[2], ext), segmentPath(dir, bases[2]-1, ext)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	l = openLog(t, dir, cfg)
 	defer l.Close()
-	if l.LogEndOffset() != bases[1] {
-		t.Fatalf("LEO %d, want %d", l.LogEndOffset(), bases[1])
+	if l.LogEndOffset() != bases[2] {
+		t.Fatalf("LEO %d, want %d", l.LogEndOffset(), bases[2])
 	}
-	n := int(bases[1] / 2)
+	n := int(bases[2] / 2)
 	if !bytes.Equal(readAll(t, l, 0), bytes.Join(batches[:n], nil)) {
-		t.Fatal("records of the first segment differ")
+		t.Fatal("records of the first two segments differ")
+	}
+}
+
+func TestRecoverKeepsSegmentAfterGap(t *testing.T) {
+	cfg := smallSegments()
+	l, dir := newLog(t, cfg)
+	batches := fill(t, l, 30)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	bases := segmentFiles(t, dir)
+	// Without the second segment the third starts after a gap, as the
+	// cleaner leaves them: both stay, recovered or trusted.
+	for _, ext := range []string{logExt, indexExt, timeIndexExt} {
+		if err := os.Remove(segmentPath(dir, bases[1], ext)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := append(bytes.Join(batches[:bases[1]/2], nil), bytes.Join(batches[bases[2]/2:], nil)...)
+	for _, clean := range []bool{true, false} {
+		if !clean {
+			if err := os.Remove(filepath.Join(dir, recoveryPointFile)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l = openLog(t, dir, cfg)
+		if l.LogEndOffset() != 60 {
+			t.Fatalf("LEO %d, want 60", l.LogEndOffset())
+		}
+		if !bytes.Equal(readAll(t, l, 0), want) {
+			t.Fatal("records differ")
+		}
+		if clean {
+			crash(l)
+		} else if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -7,8 +7,8 @@ import (
 
 // EnforceRetention deletes the oldest segments that are past retention.ms
 // (their largest timestamp), beyond retention.bytes, or wholly below the log
-// start offset. The active segment is never deleted. It returns how many
-// segments were deleted.
+// start offset; the first two only when cleanup.policy includes delete. The
+// active segment is never deleted. It returns how many segments were deleted.
 func (l *Log) EnforceRetention() (int, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -18,6 +18,9 @@ func (l *Log) EnforceRetention() (int, error) {
 		return 0, ErrClosed
 	}
 	cfg := l.config()
+	if !cfg.Delete() {
+		return l.deleteSegmentsLocked(func(*segment, *segment, int64) bool { return false })
+	}
 	now := cfg.now()
 	excess := int64(-1)
 	if cfg.RetentionBytes >= 0 {

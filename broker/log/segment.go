@@ -227,7 +227,7 @@ func (sc *batchScanner) next() (BatchHeader, []byte, int64, bool) {
 	}
 	h, err := ParseBatchHeader(b)
 	if err == nil {
-		err = checkRecordCount(h)
+		err = checkRecordCount(h, false)
 	}
 	if err == nil && batchCRC(b) != h.CRC {
 		err = fmt.Errorf("crc mismatch")

@@ -16,35 +16,43 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, ok bo
 		l.mu.Unlock()
 		return -1, -1, false
 	}
-	logStart := l.logStart
-	i := 0
-	for i < len(l.segs) && (l.segs[i].maxTs < ts || l.segs[i].next <= logStart) {
-		i++
-	}
+	cur := l.logStart
 	l.mu.Unlock()
 
-	for ; ; i++ {
+	// Segments are looked up by offset on every step, never by position:
+	// the cleaner may have swapped the list since the last look.
+	for {
 		l.mu.Lock()
-		if l.closed || i >= len(l.segs) {
+		if l.closed {
 			l.mu.Unlock()
 			return -1, -1, false
 		}
+		i := l.segmentFor(cur)
 		s := l.segs[i]
+		last := i+1 == len(l.segs)
+		next := int64(0)
+		if !last {
+			next = l.segs[i+1].base
+		}
 		if s.maxTs < ts {
 			l.mu.Unlock()
+			if last {
+				return -1, -1, false
+			}
+			cur = next
 			continue
 		}
 		from := int64(0)
 		if e, found := lookupTime(s.tidx, ts); found {
-			from = lookupPosition(s.idx, max(s.base+int64(e.rel), logStart)-s.base)
-		} else if logStart > s.base {
-			from = lookupPosition(s.idx, logStart-s.base)
+			from = lookupPosition(s.idx, max(s.base+int64(e.rel), cur)-s.base)
+		} else if cur > s.base {
+			from = lookupPosition(s.idx, cur-s.base)
 		}
 		size, files := s.size, s.files
 		files.acquire()
 		l.mu.Unlock()
 
-		off, rts, found, err := l.searchTimestamp(files, from, size, ts, logStart)
+		off, rts, found, err := l.searchTimestamp(files, from, size, ts, cur)
 		files.release()
 		if err != nil {
 			l.logger.Warn("timestamp lookup", "dir", l.dir, "err", err)
@@ -53,6 +61,10 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, ok bo
 		if found {
 			return off, rts, true
 		}
+		if last {
+			return -1, -1, false
+		}
+		cur = next
 	}
 }
 

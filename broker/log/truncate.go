@@ -50,6 +50,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	l.leo = newNext
 	l.hw = min(l.hw, l.leo)
 	l.recoveryPoint = min(l.recoveryPoint, l.leo)
+	l.cleanerPoint = min(l.cleanerPoint, l.leo)
 	l.epochs.truncateFromEnd(l.leo)
 	l.mu.Unlock()
 	if err := l.writeEpochCheckpoint(); err != nil {
@@ -244,6 +245,9 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.mu.Lock()
 	l.segs = []*segment{s}
 	l.leo, l.logStart, l.hw, l.recoveryPoint = offset, offset, offset, offset
+	if l.cleanerPoint >= 0 {
+		l.cleanerPoint = offset
+	}
 	l.epochs.entries = nil
 	l.mu.Unlock()
 	l.producers = newProducerState()
@@ -257,17 +261,21 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 // DeleteRecordsBefore moves the log start offset up to offset (DeleteRecords;
 // the broker turns -1 into the high watermark first). Offsets above the high
 // watermark are kerr.OffsetOutOfRange. Segments wholly below the new start
-// are deleted. It returns the log start offset.
+// are deleted. It returns the log start offset. As in Kafka, a topic whose
+// cleanup.policy lacks delete refuses with kerr.PolicyViolation.
 func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
-	closed, logStart, hw := l.closed, l.logStart, l.hw
+	closed, logStart, hw, cfg := l.closed, l.logStart, l.hw, l.cfg
 	l.mu.Unlock()
 	if closed {
 		return 0, ErrClosed
+	}
+	if !cfg.Delete() {
+		return logStart, fmt.Errorf("delete records: cleanup.policy %q does not include delete: %w", cfg.CleanupPolicy, kerr.PolicyViolation)
 	}
 	if offset > hw || offset < 0 {
 		return logStart, fmt.Errorf("delete records before %d: high watermark is %d: %w", offset, hw, kerr.OffsetOutOfRange)

@@ -1,0 +1,708 @@
+package log
+
+import (
+	"bufio"
+	"cmp"
+	"crypto/md5"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const (
+	cleanerCheckpointFile = "cleaner-offset-checkpoint"
+	// swapManifestFile lists, while cleaned segments are being swapped in,
+	// the offset range each one replaces, so that recovery finishes an
+	// interrupted swap exactly.
+	swapManifestFile = "cleaner-swap-ranges"
+	cleanedSuffix    = ".cleaned"
+	swapSuffix       = ".swap"
+
+	// cleanerBytesPerKey is what one key of the cleaner's map costs: a
+	// 16-byte MD5 digest and an 8-byte offset in a Go map, with the map's
+	// own overhead.
+	cleanerBytesPerKey = 48
+)
+
+// keyMap maps the MD5 digest of each key of the dirty section to the offset
+// of its latest record there.
+type keyMap map[[md5.Size]byte]int64
+
+// CleanResult describes one cleaning pass; the zero value means there was
+// nothing to do.
+type CleanResult struct {
+	SegmentsCleaned int   // segments read and replaced
+	BytesBefore     int64 // their size
+	BytesAfter      int64 // the size of what replaced them
+	RecordsRemoved  int64
+}
+
+// cleanSeg is an inactive segment as a cleaning pass found it. The pass
+// holds a reference to its files.
+type cleanSeg struct {
+	seg   *segment
+	files *segFiles
+	idx   []offsetEntry
+	size  int64
+	end   int64 // base offset of the segment after it
+	ts    int64 // segmentTimestamp: tombstones go once it is past delete.retention.ms
+}
+
+type cleanPlan struct {
+	cfg        Config
+	now        int64
+	segs       []cleanSeg // every inactive segment, oldest first
+	first      *segment   // the log's first segment, never removed so the log start stays
+	firstDirty int64
+	// uncleanable is where cleaning stops: the active segment, the high
+	// watermark, or the first segment younger than min.compaction.lag.ms.
+	uncleanable int64
+	lastBatch   map[int64]int64 // producer id -> last offset of its newest batch
+}
+
+func (p *cleanPlan) release() {
+	for _, cs := range p.segs {
+		cs.files.release()
+	}
+}
+
+// cleanedOut is a group of segments rewritten into one .cleaned segment.
+type cleanedOut struct {
+	group   []cleanSeg
+	ib      *indexBuilder
+	removed int64
+}
+
+func (o cleanedOut) base() int64 { return o.group[0].seg.base }
+func (o cleanedOut) end() int64  { return o.group[len(o.group)-1].end }
+
+// Clean runs one pass of the log cleaner when cleanup.policy includes compact
+// and the log is due: the dirty section (from the cleaner checkpoint to the
+// active segment, the high watermark or the first segment younger than
+// min.compaction.lag.ms) makes up more than min.cleanable.dirty.ratio of the
+// inactive bytes, or holds a batch older than max.compaction.lag.ms. It keeps
+// the latest record of each key, drops tombstones past delete.retention.ms,
+// never changes an offset, and swaps the rewritten segments in atomically.
+// Appends and reads go on meanwhile; locks are held only to plan and to swap.
+func (l *Log) Clean() (CleanResult, error) {
+	l.cleanMu.Lock()
+	defer l.cleanMu.Unlock()
+	p, err := l.planClean()
+	if p == nil || err != nil {
+		return CleanResult{}, err
+	}
+	defer p.release()
+	keys, end, err := p.buildKeyMap()
+	if err != nil {
+		return CleanResult{}, fmt.Errorf("clean %s: %w", l.dir, err)
+	}
+	var outs []cleanedOut
+	var res CleanResult
+	for _, g := range p.groups(end) {
+		out, err := l.writeCleaned(p, g, keys, end)
+		if err != nil {
+			return CleanResult{}, errors.Join(storageError("clean "+l.dir, err), l.removeCleaned(append(outs, cleanedOut{group: g})))
+		}
+		outs = append(outs, out)
+		res.SegmentsCleaned += len(g)
+		for _, cs := range g {
+			res.BytesBefore += cs.size
+		}
+		res.BytesAfter += out.ib.size
+		res.RecordsRemoved += out.removed
+	}
+	swapped, err := l.swapIn(p, outs, end)
+	if err != nil {
+		return CleanResult{}, storageError("clean "+l.dir, err)
+	}
+	if !swapped {
+		l.logger.Info("log changed while cleaning; the pass is dropped", "dir", l.dir)
+		return CleanResult{}, l.removeCleaned(outs)
+	}
+	l.logger.Debug("cleaned log", "dir", l.dir, "segments", res.SegmentsCleaned, "bytesBefore", res.BytesBefore, "bytesAfter", res.BytesAfter, "recordsRemoved", res.RecordsRemoved, "cleanedTo", end)
+	return res, nil
+}
+
+// planClean decides whether the log is due for cleaning and, if so, takes
+// what the pass needs under the locks: nil means nothing to do.
+func (l *Log) planClean() (*cleanPlan, error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, ErrClosed
+	}
+	cfg := l.cfg
+	if !cfg.Compact() || len(l.segs) < 2 {
+		return nil, nil
+	}
+	now := cfg.now().UnixMilli()
+	firstDirty := l.cleanerPoint
+	if firstDirty < l.logStart || firstDirty > l.leo {
+		firstDirty = l.logStart
+	}
+	uncleanable := min(l.active().base, l.hw)
+	p := &cleanPlan{cfg: cfg, now: now, first: l.segs[0], firstDirty: firstDirty}
+	for i, s := range l.segs[:len(l.segs)-1] {
+		cs := cleanSeg{seg: s, files: s.files, idx: s.idx, size: s.size, end: l.segs[i+1].base, ts: segmentTimestamp(s)}
+		if cfg.MinCompactionLagMs > 0 && cs.end > firstDirty && cs.ts > now-cfg.MinCompactionLagMs {
+			uncleanable = min(uncleanable, s.base)
+		}
+		p.segs = append(p.segs, cs)
+	}
+	p.uncleanable = uncleanable
+
+	var cleanBytes, dirtyBytes int64
+	earliest := int64(math.MaxInt64)
+	for _, cs := range p.segs {
+		switch {
+		case cs.end <= firstDirty:
+			cleanBytes += cs.size
+		case cs.seg.base < uncleanable:
+			dirtyBytes += cs.size
+			if cs.seg.rollTs > 0 {
+				earliest = min(earliest, cs.seg.rollTs)
+			}
+		}
+	}
+	if dirtyBytes == 0 || firstDirty >= uncleanable {
+		return nil, nil
+	}
+	// As Kafka: the ratio must exceed min.cleanable.dirty.ratio, unless a
+	// dirty batch is older than max.compaction.lag.ms.
+	ratio := float64(dirtyBytes) / float64(cleanBytes+dirtyBytes)
+	if ratio <= cfg.MinCleanableDirtyRatio && earliest >= now-cfg.MaxCompactionLagMs {
+		return nil, nil
+	}
+	p.lastBatch = make(map[int64]int64, len(l.producers.m))
+	for pid, e := range l.producers.m {
+		p.lastBatch[pid] = e.lastOffset()
+	}
+	for _, cs := range p.segs {
+		cs.files.acquire()
+	}
+	return p, nil
+}
+
+// buildKeyMap maps each key of the dirty section to its latest offset and
+// returns where the map ends: records from there on are kept as they are.
+// The map holds at most CleanerDedupeBufferSize/cleanerBytesPerKey keys; when
+// it is full the pass cleans up to the record that did not fit and the next
+// pass goes on from there.
+func (p *cleanPlan) buildKeyMap() (keyMap, int64, error) {
+	maxKeys := int(min(p.cfg.CleanerDedupeBufferSize/cleanerBytesPerKey, math.MaxInt32))
+	keys := make(keyMap)
+	errFull := errors.New("key map full")
+	end := p.uncleanable
+	for _, cs := range p.segs {
+		if cs.end <= p.firstDirty {
+			continue
+		}
+		if cs.seg.base >= p.uncleanable {
+			break
+		}
+		sc := newBatchScanner(cs.files.log, lookupPosition(cs.idx, p.firstDirty-cs.seg.base), cs.size)
+		for {
+			h, b, _, ok := sc.next()
+			if !ok {
+				if sc.err != nil {
+					return nil, 0, fmt.Errorf("segment %d: %w", cs.seg.base, sc.err)
+				}
+				break
+			}
+			if h.BaseOffset >= p.uncleanable {
+				return keys, end, nil
+			}
+			if h.LastOffset() < p.firstDirty || h.Control() {
+				continue
+			}
+			err := batchRecords(h, b, func(r record) error {
+				off := h.BaseOffset + r.offDelta
+				if off < p.firstDirty || off >= p.uncleanable || !r.hasKey {
+					return nil
+				}
+				k := md5.Sum(r.key)
+				if _, ok := keys[k]; !ok && len(keys) >= maxKeys {
+					end = off
+					return errFull
+				}
+				keys[k] = off
+				return nil
+			})
+			if errors.Is(err, errFull) {
+				return keys, end, nil
+			}
+			if err != nil {
+				return nil, 0, fmt.Errorf("segment %d: %w", cs.seg.base, err)
+			}
+		}
+	}
+	return keys, end, nil
+}
+
+// groups splits the segments that start below end into runs that are
+// rewritten into one segment each: at most segment.bytes of input and an
+// offset span the index's relative offsets can hold, as Kafka groups them.
+func (p *cleanPlan) groups(end int64) [][]cleanSeg {
+	var groups [][]cleanSeg
+	var size int64
+	for _, cs := range p.segs {
+		if cs.seg.base >= end {
+			break
+		}
+		if n := len(groups); n > 0 {
+			g := groups[n-1]
+			if size+cs.size <= p.cfg.SegmentBytes && cs.end-1-g[0].seg.base <= math.MaxInt32 {
+				groups[n-1] = append(g, cs)
+				size += cs.size
+				continue
+			}
+		}
+		groups = append(groups, []cleanSeg{cs})
+		size = cs.size
+	}
+	return groups
+}
+
+// retain decides whether a record stays: everything from end on, and before
+// it the latest record of each key, tombstones only while their segment is
+// younger than delete.retention.ms. Records without a key go, as in Kafka.
+func retain(r record, off int64, keys keyMap, end int64, dropTombstones bool) bool {
+	if off >= end {
+		return true
+	}
+	if !r.hasKey {
+		return false
+	}
+	if latest, ok := keys[md5.Sum(r.key)]; ok && latest > off {
+		return false
+	}
+	return r.hasValue || !dropTombstones
+}
+
+// filterBatch returns the batch as it is after cleaning (nil when it goes),
+// its header and how many records it lost. A thinned batch keeps its base
+// offset, last offset delta, record offsets, producer fields and codec; a
+// producer's newest batch stays even when empty, as in Kafka, so that its
+// sequence numbers survive a rebuild of producer state from the log.
+func (p *cleanPlan) filterBatch(h BatchHeader, batch []byte, keys keyMap, end int64, dropTombstones bool) ([]byte, BatchHeader, int64, error) {
+	if h.BaseOffset >= end || h.Control() {
+		return batch, h, 0, nil
+	}
+	var raw []byte
+	kept := int32(0)
+	maxTs := int64(-1)
+	err := batchRecords(h, batch, func(r record) error {
+		if retain(r, h.BaseOffset+r.offDelta, keys, end, dropTombstones) {
+			raw = append(raw, r.raw...)
+			kept++
+			maxTs = max(maxTs, h.FirstTimestamp+r.tsDelta)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, h, 0, err
+	}
+	removed := int64(h.NumRecords - kept)
+	if kept == 0 {
+		if last, ok := p.lastBatch[h.ProducerID]; !ok || h.ProducerID < 0 || last != h.LastOffset() {
+			return nil, h, removed, nil
+		}
+		if h.NumRecords == 0 {
+			return batch, h, 0, nil
+		}
+		nh := h
+		nh.Attributes &^= attrCompressionMask
+		nh.FirstTimestamp = h.MaxTimestamp
+		nh.NumRecords = 0
+		nh.Length = minBatchLength
+		return encodeBatch(nh, nil), nh, removed, nil
+	}
+	if removed == 0 {
+		return batch, h, 0, nil
+	}
+	body, err := compress(h.Compression(), raw, batch[BatchHeaderSize:])
+	if err != nil {
+		return nil, h, 0, fmt.Errorf("recompress batch %d: %w", h.BaseOffset, err)
+	}
+	nh := h
+	nh.NumRecords = kept
+	if !h.LogAppendTime() {
+		nh.MaxTimestamp = maxTs
+	}
+	nh.Length = int32(minBatchLength + len(body))
+	return encodeBatch(nh, body), nh, removed, nil
+}
+
+// encodeBatch writes a batch header and records and computes the CRC.
+func encodeBatch(h BatchHeader, records []byte) []byte {
+	b := make([]byte, BatchHeaderSize, BatchHeaderSize+len(records))
+	binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(h.BaseOffset))
+	binary.BigEndian.PutUint32(b[offLength:], uint32(h.Length))
+	binary.BigEndian.PutUint32(b[offLeaderEpoch:], uint32(h.PartitionLeaderEpoch))
+	b[offMagic] = 2
+	binary.BigEndian.PutUint16(b[offAttributes:], uint16(h.Attributes))
+	binary.BigEndian.PutUint32(b[offLastOffsetDelta:], uint32(h.LastOffsetDelta))
+	binary.BigEndian.PutUint64(b[offFirstTimestamp:], uint64(h.FirstTimestamp))
+	binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(h.MaxTimestamp))
+	binary.BigEndian.PutUint64(b[offProducerID:], uint64(h.ProducerID))
+	binary.BigEndian.PutUint16(b[offProducerEpoch:], uint16(h.ProducerEpoch))
+	binary.BigEndian.PutUint32(b[offBaseSequence:], uint32(h.BaseSequence))
+	binary.BigEndian.PutUint32(b[offNumRecords:], uint32(h.NumRecords))
+	b = append(b, records...)
+	binary.BigEndian.PutUint32(b[offCRC:], batchCRC(b))
+	return b
+}
+
+func cleanedPath(dir string, base int64, ext string) string {
+	return segmentPath(dir, base, ext) + cleanedSuffix
+}
+
+// writeCleaned rewrites a group of segments into <base>.log.cleaned and its
+// indexes, all fsynced. The log file keeps the newest modification time of
+// the group, as Kafka's cleaned segments do.
+func (l *Log) writeCleaned(p *cleanPlan, g []cleanSeg, keys keyMap, end int64) (cleanedOut, error) {
+	out := cleanedOut{group: g, ib: newIndexBuilder(g[0].seg.base, int64(p.cfg.IndexIntervalBytes))}
+	f, err := openFile(cleanedPath(l.dir, out.base(), logExt), os.O_RDWR|os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		return out, err
+	}
+	modTime, err := l.writeCleanedLog(p, f, &out, keys, end)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chtimes(f.Name(), modTime, modTime)
+	}
+	if err != nil {
+		return out, err
+	}
+	out.ib.seal()
+	if err := writeSynced(cleanedPath(l.dir, out.base(), indexExt), encodeOffsetEntries(nil, out.ib.idx)); err != nil {
+		return out, err
+	}
+	return out, writeSynced(cleanedPath(l.dir, out.base(), timeIndexExt), encodeTimeEntries(nil, out.ib.tidx))
+}
+
+func (l *Log) writeCleanedLog(p *cleanPlan, f *os.File, out *cleanedOut, keys keyMap, end int64) (time.Time, error) {
+	w := bufio.NewWriterSize(f, 256<<10)
+	var modTime time.Time
+	for _, cs := range out.group {
+		st, err := cs.files.log.Stat()
+		if err != nil {
+			return modTime, err
+		}
+		if st.ModTime().After(modTime) {
+			modTime = st.ModTime()
+		}
+		dropTombstones := cs.ts < p.now-p.cfg.DeleteRetentionMs
+		sc := newBatchScanner(cs.files.log, 0, cs.size)
+		for {
+			h, b, _, ok := sc.next()
+			if !ok {
+				if sc.err != nil {
+					return modTime, fmt.Errorf("segment %d: %w", cs.seg.base, sc.err)
+				}
+				break
+			}
+			nb, nh, removed, err := p.filterBatch(h, b, keys, end, dropTombstones)
+			if err != nil {
+				return modTime, fmt.Errorf("segment %d: %w", cs.seg.base, err)
+			}
+			out.removed += removed
+			if nb == nil {
+				continue
+			}
+			if out.ib.size+nh.Size() > math.MaxInt32 {
+				return modTime, fmt.Errorf("cleaned segment %d outgrows what an index can address", out.base())
+			}
+			if _, err := w.Write(nb); err != nil {
+				return modTime, err
+			}
+			out.ib.add(nh)
+		}
+	}
+	return modTime, w.Flush()
+}
+
+func writeSynced(path string, data []byte) error {
+	f, err := openFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	return errors.Join(err, f.Close())
+}
+
+// removeCleaned deletes the .cleaned files of a pass that did not swap in.
+func (l *Log) removeCleaned(outs []cleanedOut) error {
+	var errs []error
+	for _, o := range outs {
+		for _, ext := range []string{logExt, indexExt, timeIndexExt} {
+			errs = append(errs, removeIfExists(cleanedPath(l.dir, o.base(), ext)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// swapIn replaces the cleaned groups' segments with their rewrites, unless
+// the log changed under the pass (retention, truncation, close): then it
+// reports false and touches nothing. On disk: the manifest of ranges, the
+// .cleaned files renamed to .swap (the commit point), then completeSwaps; a
+// crash anywhere is finished or undone by Open.
+func (l *Log) swapIn(p *cleanPlan, outs []cleanedOut, end int64) (bool, error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	ok := !l.closed && l.unchanged(outs)
+	l.mu.Unlock()
+	if !ok {
+		return false, nil
+	}
+
+	ranges := make([]swapRange, len(outs))
+	for i, o := range outs {
+		ranges[i] = swapRange{base: o.base(), end: o.end()}
+	}
+	if err := writeFileAtomic(l.dir, swapManifestFile, encodeSwapManifest(ranges)); err != nil {
+		return false, err
+	}
+	for _, o := range outs {
+		// The log goes last: a .log.swap means the whole segment is there.
+		for _, ext := range []string{indexExt, timeIndexExt, logExt} {
+			if err := os.Rename(cleanedPath(l.dir, o.base(), ext), segmentPath(l.dir, o.base(), ext)+swapSuffix); err != nil {
+				return false, err
+			}
+		}
+	}
+	if err := syncDir(l.dir); err != nil {
+		return false, err
+	}
+	if err := completeSwaps(l.dir, ranges); err != nil {
+		return false, err
+	}
+
+	replaced := make(map[*segment]*segment)
+	for _, o := range outs {
+		var ns *segment
+		if o.ib.size > 0 || o.group[0].seg == p.first {
+			files, err := openSegmentFiles(l.dir, o.base(), 0, l.logger)
+			if err != nil {
+				return false, err
+			}
+			ns = &segment{base: o.base(), files: files, created: p.cfg.now()}
+			o.ib.apply(ns)
+		} else if err := removeSegmentFiles(l.dir, o.base()); err != nil {
+			return false, err
+		}
+		for _, cs := range o.group {
+			replaced[cs.seg] = nil
+		}
+		replaced[o.group[0].seg] = ns
+	}
+	if err := errors.Join(removeIfExists(filepath.Join(l.dir, swapManifestFile)), syncDir(l.dir)); err != nil {
+		l.logger.Warn("removing the cleaner's swap manifest", "dir", l.dir, "err", err)
+	}
+
+	l.mu.Lock()
+	segs := make([]*segment, 0, len(l.segs))
+	for _, s := range l.segs {
+		ns, ok := replaced[s]
+		if !ok {
+			segs = append(segs, s)
+		} else if ns != nil {
+			segs = append(segs, ns)
+		}
+	}
+	l.segs = segs
+	l.cleanerPoint = end
+	l.mu.Unlock()
+	for s := range replaced {
+		s.files.release()
+	}
+	return true, l.writeCheckpointsLocked()
+}
+
+// unchanged reports whether every segment of the pass is still in the log,
+// inactive, with the same files, size and successor; mu is held.
+func (l *Log) unchanged(outs []cleanedOut) bool {
+	pos := make(map[*segment]int, len(l.segs))
+	for i, s := range l.segs {
+		pos[s] = i
+	}
+	for _, o := range outs {
+		for _, cs := range o.group {
+			i, ok := pos[cs.seg]
+			if !ok || i+1 >= len(l.segs) || cs.seg.files != cs.files || cs.seg.size != cs.size || l.segs[i+1].base != cs.end {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func removeSegmentFiles(dir string, base int64) error {
+	var errs []error
+	for _, ext := range []string{logExt, indexExt, timeIndexExt} {
+		errs = append(errs, removeIfExists(segmentPath(dir, base, ext)))
+	}
+	return errors.Join(errs...)
+}
+
+// swapRange says that the swapped-in segment at base replaces every old
+// segment starting in [base, end).
+type swapRange struct{ base, end int64 }
+
+func encodeSwapManifest(rs []swapRange) []byte {
+	b := fmt.Appendf(nil, "%d\n%d\n", checkpointVersion, len(rs))
+	for _, r := range rs {
+		b = fmt.Appendf(b, "%d %d\n", r.base, r.end)
+	}
+	return b
+}
+
+func readSwapManifest(path string) ([]swapRange, error) {
+	lines, err := readCheckpointLines(path)
+	if err != nil {
+		return nil, err
+	}
+	rs := make([]swapRange, 0, len(lines))
+	for _, f := range lines {
+		if len(f) != 2 {
+			return nil, fmt.Errorf("swap manifest %s: want \"base end\" lines", path)
+		}
+		base, err1 := strconv.ParseInt(f[0], 10, 64)
+		end, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("swap manifest %s: %w", path, err)
+		}
+		rs = append(rs, swapRange{base: base, end: end})
+	}
+	return rs, nil
+}
+
+// completeSwaps moves swapped-in segments into place, oldest first: the old
+// segments starting inside a range go, then the .swap files take their names,
+// the log file last. Ranges whose .log.swap is gone are done already.
+func completeSwaps(dir string, ranges []swapRange) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	var bases []int64
+	for _, e := range entries {
+		if base, ok := segmentBase(e.Name(), logExt); ok {
+			bases = append(bases, base)
+		}
+	}
+	slices.Sort(bases)
+	for _, r := range ranges {
+		if _, err := os.Stat(segmentPath(dir, r.base, logExt) + swapSuffix); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return err
+		}
+		for _, b := range bases {
+			if b > r.base && b < r.end {
+				if err := removeSegmentFiles(dir, b); err != nil {
+					return err
+				}
+			}
+		}
+		for _, ext := range []string{indexExt, timeIndexExt, logExt} {
+			p := segmentPath(dir, r.base, ext)
+			if err := os.Rename(p+swapSuffix, p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	return syncDir(dir)
+}
+
+// finishSwaps completes a swap of cleaned segments that a crash interrupted
+// after its commit point, before the directory is loaded. A .log.swap missing
+// from the manifest (unreadable) replaces, as in Kafka, the old segments
+// starting below the end of its last batch.
+func (l *Log) finishSwaps(entries []os.DirEntry) error {
+	manifest := filepath.Join(l.dir, swapManifestFile)
+	ranges, err := readSwapManifest(manifest)
+	if err != nil {
+		l.logger.Warn("ignoring unreadable swap manifest", "dir", l.dir, "err", err)
+		ranges = nil
+	}
+	listed := make(map[int64]bool, len(ranges))
+	for _, r := range ranges {
+		listed[r.base] = true
+	}
+	swaps := 0
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), swapSuffix)
+		if !ok {
+			continue
+		}
+		base, ok := segmentBase(name, logExt)
+		if !ok {
+			continue
+		}
+		swaps++
+		if !listed[base] {
+			end, err := swapEnd(segmentPath(l.dir, base, logExt) + swapSuffix)
+			if err != nil {
+				return err
+			}
+			ranges = append(ranges, swapRange{base: base, end: max(end, base+1)})
+		}
+	}
+	_, statErr := os.Stat(manifest)
+	if swaps == 0 && errors.Is(statErr, os.ErrNotExist) {
+		return nil
+	}
+	slices.SortFunc(ranges, func(a, b swapRange) int { return cmp.Compare(a.base, b.base) })
+	if swaps > 0 {
+		l.logger.Warn("finishing an interrupted swap of cleaned segments", "dir", l.dir, "segments", swaps)
+		if err := completeSwaps(l.dir, ranges); err != nil {
+			return err
+		}
+	}
+	return errors.Join(removeIfExists(manifest), syncDir(l.dir))
+}
+
+// swapEnd is the offset after the last whole batch of a swap file.
+func swapEnd(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	sc := newBatchScanner(f, 0, st.Size())
+	sc.headersOnly = true
+	end := int64(0)
+	for {
+		h, _, _, ok := sc.next()
+		if !ok {
+			return end, nil
+		}
+		end = h.LastOffset() + 1
+	}
+}
