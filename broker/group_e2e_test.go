@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/broker/brokertest"
 )
@@ -229,5 +231,86 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 				return nil
 			})
 		})
+	}
+}
+
+func TestGroupHandlersRaw(t *testing.T) {
+	c := brokertest.NewCluster(t, 1, brokertest.WithProps(groupProps))
+	cl := c.Client()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+
+	// The first FindCoordinator creates __consumer_offsets; clients retry until
+	// its leaders are known.
+	find := kmsg.NewPtrFindCoordinatorRequest()
+	find.Version = 4
+	find.CoordinatorKeys = []string{"a", "b"}
+	brokertest.Eventually(t, 30*time.Second, func() error {
+		resp, err := find.RequestWith(ctx, cl)
+		if err != nil {
+			return err
+		}
+		if len(resp.Coordinators) != 2 {
+			return fmt.Errorf("%d coordinators for 2 keys", len(resp.Coordinators))
+		}
+		for _, co := range resp.Coordinators {
+			if err := kerr.ErrorForCode(co.ErrorCode); err != nil {
+				return fmt.Errorf("%s: %w", co.Key, err)
+			}
+			if co.NodeID != c.IDs()[0] || co.Port <= 0 {
+				return fmt.Errorf("%s: coordinator %d %s:%d", co.Key, co.NodeID, co.Host, co.Port)
+			}
+		}
+		return nil
+	})
+	for _, tc := range []struct {
+		keyType int8
+		want    *kerr.Error
+	}{{1, kerr.TransactionalIDAuthorizationFailed}, {7, kerr.InvalidRequest}} {
+		r := kmsg.NewPtrFindCoordinatorRequest()
+		r.Version = 3
+		r.CoordinatorKey, r.CoordinatorType = "x", tc.keyType
+		resp, err := r.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.ErrorCode != tc.want.Code || resp.NodeID != -1 || resp.ErrorMessage == nil {
+			t.Fatalf("key type %d: %v node %d", tc.keyType, kerr.ErrorForCode(resp.ErrorCode), resp.NodeID)
+		}
+	}
+
+	// Commits to unknown topics are refused per partition; the rest are stored.
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Version = 2
+	commit.Group = "raw"
+	commit.Topics = []kmsg.OffsetCommitRequestTopic{
+		{Topic: "orders", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 3}, {Partition: 9, Offset: 1}}},
+		{Topic: "missing", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}},
+	}
+	var cresp *kmsg.OffsetCommitResponse
+	brokertest.Eventually(t, 30*time.Second, func() error {
+		var err error
+		if cresp, err = commit.RequestWith(ctx, cl); err != nil {
+			return err
+		}
+		return kerr.ErrorForCode(cresp.Topics[0].Partitions[0].ErrorCode)
+	})
+	if cresp.Topics[0].Partitions[1].ErrorCode != kerr.UnknownTopicOrPartition.Code ||
+		cresp.Topics[1].Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("commit to unknown partitions: %+v", cresp.Topics)
+	}
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Version = 0
+	fetch.Group = "raw"
+	fetch.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "orders", Partitions: []int32{0}}}
+	fresp, err := fetch.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := fresp.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.Offset != 3 {
+		t.Fatalf("v0 fetch: %+v", p)
 	}
 }
