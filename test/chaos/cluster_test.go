@@ -18,6 +18,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/internal/zktest"
 )
@@ -36,9 +37,10 @@ type cluster struct {
 	dir       string
 	overrides []string
 
-	mu    sync.Mutex
-	ports map[int32]int
-	procs map[int32]*brokerProc
+	mu      sync.Mutex
+	ports   map[int32]int
+	procs   map[int32]*brokerProc
+	clients map[int32]*kgo.Client
 }
 
 // brokerProc is one run of a broker process.
@@ -75,6 +77,7 @@ func newCluster(t *testing.T, n int, chroot string, overrides ...string) *cluste
 		overrides: append(slices.Clone(baseOverrides), overrides...),
 		ports:     map[int32]int{},
 		procs:     map[int32]*brokerProc{},
+		clients:   map[int32]*kgo.Client{},
 	}
 	t.Cleanup(c.close)
 	for id := int32(1); id <= int32(n); id++ {
@@ -365,6 +368,49 @@ func (c *cluster) client(opts ...kgo.Opt) *kgo.Client {
 }
 
 func (c *cluster) admin() *kadm.Client { return kadm.NewClient(c.client()) }
+
+// brokerMetadata asks broker id itself (not any broker) for its metadata of
+// topics, or of no topic.
+func (c *cluster) brokerMetadata(ctx context.Context, id int32, topics ...string) (*kmsg.MetadataResponse, error) {
+	c.mu.Lock()
+	cl := c.clients[id]
+	c.mu.Unlock()
+	if cl == nil {
+		cl = c.client(kgo.SeedBrokers(c.addr(id)))
+		c.mu.Lock()
+		c.clients[id] = cl
+		c.mu.Unlock()
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	for _, t := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, rt)
+	}
+	if len(topics) == 0 {
+		req.Topics = []kmsg.MetadataRequestTopic{}
+	}
+	return req.RequestWith(ctx, cl.Broker(int(id)))
+}
+
+// listedBy is nil when every broker but id itself lists id as live in its
+// metadata (want true) or none does (want false).
+func (c *cluster) listedBy(ctx context.Context, id int32, want bool) error {
+	for _, other := range c.ids() {
+		if other == id {
+			continue
+		}
+		m, err := c.brokerMetadata(ctx, other)
+		if err != nil {
+			return fmt.Errorf("metadata of broker %d: %w", other, err)
+		}
+		listed := slices.ContainsFunc(m.Brokers, func(b kmsg.MetadataResponseBroker) bool { return b.NodeID == id })
+		if listed != want {
+			return fmt.Errorf("broker %d lists broker %d as live: %v", other, id, listed)
+		}
+	}
+	return nil
+}
 
 // attemptTimeout bounds one call of a poll's condition, so that a request
 // stuck on a frozen broker does not use up the whole wait.

@@ -142,7 +142,7 @@ func noAcknowledgedWriteLost(t *testing.T, chroot string, f fault, settle bool) 
 			c.kill(victim)
 		}
 		if err := poll(ctx, 30*time.Second, func(ctx context.Context) error {
-			return brokerGone(ctx, adm, victim)
+			return c.listedBy(ctx, victim, false)
 		}); err != nil {
 			t.Logf("kill %d: broker %d still in the metadata: %v", i+1, victim, err)
 		}
@@ -158,10 +158,7 @@ func noAcknowledgedWriteLost(t *testing.T, chroot string, f fault, settle bool) 
 		}
 		if !settle {
 			if err := poll(ctx, time.Minute, func(ctx context.Context) error {
-				if brokerGone(ctx, adm, victim) == nil {
-					return fmt.Errorf("broker %d not in the metadata", victim)
-				}
-				return nil
+				return c.listedBy(ctx, victim, true)
 			}); err != nil {
 				t.Errorf("kill %d: broker %d restarted but not registered: %v", i+1, victim, err)
 				break
@@ -267,20 +264,6 @@ func leaderships(m kadm.Metadata, id int32) int {
 		}
 	}
 	return n
-}
-
-// brokerGone is nil once the metadata no longer lists id as live.
-func brokerGone(ctx context.Context, adm *kadm.Client, id int32) error {
-	m, err := adm.BrokerMetadata(ctx)
-	if err != nil {
-		return err
-	}
-	for _, b := range m.Brokers {
-		if b.NodeID == id {
-			return fmt.Errorf("broker %d still listed", id)
-		}
-	}
-	return nil
 }
 
 // waitProgress waits until n more records than now are acknowledged.

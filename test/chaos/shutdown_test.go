@@ -11,8 +11,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestControlledShutdownMovesLeaders stops the broker leading the most
@@ -194,17 +192,11 @@ func partitionStates(t *testing.T, c *cluster, topic string, partitions int32) (
 // notLeading is nil when broker id's own metadata names no partition of
 // topic led by gone.
 func notLeading(ctx context.Context, c *cluster, id int32, topic string, gone int32) error {
-	cl := c.client(kgo.SeedBrokers(c.addr(id)))
-	defer cl.Close()
-	req := kmsg.NewPtrMetadataRequest()
-	rt := kmsg.NewMetadataRequestTopic()
-	rt.Topic = kmsg.StringPtr(topic)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl.Broker(int(id)))
+	m, err := c.brokerMetadata(ctx, id, topic)
 	if err != nil {
 		return err
 	}
-	for _, t := range resp.Topics {
+	for _, t := range m.Topics {
 		for _, p := range t.Partitions {
 			if p.Leader == gone {
 				return fmt.Errorf("%s-%d still led by broker %d", topic, p.Partition, gone)
