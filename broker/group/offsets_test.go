@@ -438,3 +438,21 @@ func TestConcurrentCommitsShareAppends(t *testing.T) {
 		t.Fatalf("memory %v, log's last %d", got, last.offset.offset)
 	}
 }
+
+func TestLoadSkipsUnreadableData(t *testing.T) {
+	e := newEnv(t, nil)
+	e.commit("g", "", -1, map[string]map[int32]int64{"t": {0: 9}})
+	p := e.c.PartitionFor("g")
+	e.log.mu.Lock()
+	e.log.batches[p] = append(e.log.batches[p],
+		[]byte("not a batch at all, but long enough to have a header of sixty-one bytes"),
+		buildBatch([]record{{groupKey("g"), []byte{0, 3, 0}}}, time.UnixMilli(1)),
+		buildBatch([]record{{[]byte{0, 42, 1, 2, 3}, []byte{1}}}, time.UnixMilli(1)))
+	e.log.mu.Unlock()
+	e.c.Resign(p)
+	e.c.BecomeLeader(p, 2)
+	e.waitLoaded()
+	if _, got := e.fetchAll("g"); got[topicPartition{"t", 0}] != 9 {
+		t.Fatalf("offsets after loading past bad data: %v", got)
+	}
+}

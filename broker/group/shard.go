@@ -114,7 +114,13 @@ func (s *shard) load(ctx context.Context, term uint64) {
 	for {
 		st = newLoadState()
 		err := s.c.cfg.Log.Scan(ctx, s.id, func(batch []byte) error {
-			return readBatch(ctx, batch, st.apply)
+			// A batch this coordinator cannot read is skipped, not fatal: failing
+			// the load would leave every group of the partition unavailable.
+			if err := readBatch(ctx, batch, st.apply); err != nil {
+				st.bad++
+				st.lastErr = err
+			}
+			return ctx.Err()
 		})
 		if err == nil {
 			break
@@ -149,6 +155,10 @@ func (s *shard) load(ctx context.Context, term uint64) {
 			s.scheduleHeartbeat(g, m, m.sessionTimeout)
 		}
 	}
+	if st.bad > 0 {
+		s.c.logger.Warn("group coordinator: skipped unreadable __consumer_offsets data", "partition", s.id,
+			"batches_or_records", st.bad, "last_error", st.lastErr)
+	}
 	s.c.logger.Info("group coordinator: loaded __consumer_offsets partition", "partition", s.id,
 		"epoch", s.epoch, "groups", len(s.groups), "skipped_records", st.skipped, "took", now.Sub(start))
 }
@@ -158,7 +168,9 @@ func (s *shard) load(ctx context.Context, term uint64) {
 type loadState struct {
 	offsets map[string]map[topicPartition]offsetEntry
 	meta    map[string]*kmsg.GroupMetadataValue
-	skipped int
+	skipped int // records of kinds this coordinator does not know
+	bad     int // batches or records that failed to decode
+	lastErr error
 }
 
 func newLoadState() *loadState {
@@ -172,7 +184,9 @@ func (st *loadState) apply(_ int64, key, value []byte) error {
 		return nil
 	}
 	if err != nil {
-		return err
+		st.bad++
+		st.lastErr = err
+		return nil
 	}
 	if r.isOffset {
 		if r.offset == nil {
