@@ -470,6 +470,19 @@ func (s *shard) completeJoin(out *outbox, g *group) {
 			g.remove(m.id)
 		}
 	}
+	if limit := s.c.cfg.MaxGroupSize; limit > 0 && len(g.members) > limit {
+		// Over a lowered group.max.size: the newest members other than the leader go.
+		extra := len(g.members) - limit
+		ms := g.sortedMembers()
+		for i := len(ms) - 1; i >= 0 && extra > 0; i-- {
+			if ms[i].id == g.leader {
+				continue
+			}
+			s.answerJoin(out, g, ms[i], joinError(ms[i].id, kerr.GroupMaxSizeReached.Code))
+			g.remove(ms[i].id)
+			extra--
+		}
+	}
 	if len(g.members) > 0 && !s.electJoinedLeader(g) {
 		// Nobody rejoined: wait another rebalance timeout for session expiry to clear them.
 		g.initialDelay = false

@@ -415,3 +415,46 @@ func TestGroupMaxSize(t *testing.T) {
 	wantCode(t, "second member", jr.ErrorCode, kerr.GroupMaxSizeReached)
 	wantCode(t, "member heartbeat", e.heartbeat("g", ms[0].id, ms[0].gen, nil), nil)
 }
+
+func TestLoweredMaxGroupSizeShedsMembersAfterLoad(t *testing.T) {
+	e := newEnv(t, nil)
+	o := joinOpts{rebalance: 200 * time.Millisecond}
+	var ms []*tmember
+	for range 3 {
+		ms = e.addMember("g", ms, o)
+	}
+	e.c.Close()
+
+	// The same log, now led by a coordinator with group.max.size 2.
+	small := New(Config{NumPartitions: testPartitions, Log: e.log, MinSessionTimeout: time.Millisecond, MaxGroupSize: 2, Now: e.clk.now})
+	t.Cleanup(small.Close)
+	e.c = small
+	for p := range int32(testPartitions) {
+		small.BecomeLeader(p, 2)
+	}
+	e.waitLoaded()
+	for _, m := range ms {
+		wantCode(t, "heartbeat of an over-capacity group", e.heartbeat("g", m.id, m.gen, nil), kerr.RebalanceInProgress)
+	}
+	var chans []<-chan *kmsg.JoinGroupResponse
+	for _, m := range ms {
+		chans = append(chans, e.join("g", joinOpts{memberID: m.id, rebalance: o.rebalance}))
+	}
+	refused := 0
+	for _, ch := range chans {
+		jr := await(t, ch)
+		switch jr.ErrorCode {
+		case kerr.GroupMaxSizeReached.Code:
+			refused++
+		case 0:
+			if jr.Generation != ms[0].gen+1 {
+				t.Fatalf("generation %d", jr.Generation)
+			}
+		default:
+			t.Fatalf("rejoin: %v", kerr.ErrorForCode(jr.ErrorCode))
+		}
+	}
+	if refused != 1 || len(e.describe("g").Members) != 2 {
+		t.Fatalf("%d members refused, %d left", refused, len(e.describe("g").Members))
+	}
+}

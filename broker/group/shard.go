@@ -139,28 +139,37 @@ func (s *shard) load(ctx context.Context, term uint64) {
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.term != term {
-		return
-	}
-	now := s.now()
-	s.groups = st.build(now)
-	s.status = shardActive
-	s.w = newWriter(s, ctx)
-	s.c.wg.Add(1)
-	go s.w.run()
-	for _, g := range s.groups {
-		for _, m := range g.members {
-			s.scheduleHeartbeat(g, m, m.sessionTimeout)
+	loaded, groups := false, 0
+	s.run(func(out *outbox) {
+		if s.term != term {
+			return
 		}
+		loaded = true
+		s.groups = st.build(s.now())
+		s.status = shardActive
+		s.w = newWriter(s, ctx)
+		s.c.wg.Add(1)
+		go s.w.run()
+		for _, g := range s.groups {
+			for _, m := range g.members {
+				s.scheduleHeartbeat(g, m, m.sessionTimeout)
+			}
+			if limit := s.c.cfg.MaxGroupSize; limit > 0 && len(g.members) > limit {
+				// group.max.size was lowered: rebalance, which sheds the excess.
+				s.prepareRebalance(out, g)
+			}
+		}
+		groups = len(s.groups)
+	})
+	if !loaded {
+		return
 	}
 	if st.bad > 0 {
 		s.c.logger.Warn("group coordinator: skipped unreadable __consumer_offsets data", "partition", s.id,
 			"batches_or_records", st.bad, "last_error", st.lastErr)
 	}
 	s.c.logger.Info("group coordinator: loaded __consumer_offsets partition", "partition", s.id,
-		"epoch", s.epoch, "groups", len(s.groups), "skipped_records", st.skipped, "took", now.Sub(start))
+		"groups", groups, "skipped_records", st.skipped, "took", s.now().Sub(start))
 }
 
 // loadState replays __consumer_offsets records: the last record per key wins,
