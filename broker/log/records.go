@@ -14,6 +14,7 @@ type record struct {
 	tsDelta  int64
 	offDelta int64
 	key      []byte
+	value    []byte
 	hasKey   bool // a null key (length -1) is no key; an empty key is one
 	hasValue bool // a null value makes the record a tombstone
 }
@@ -40,11 +41,10 @@ func nextRecord(b []byte) (record, []byte, error) {
 		return record{}, nil, fmt.Errorf("record key: %w", kerr.CorruptMessage)
 	}
 	r.hasKey = r.key != nil
-	var value []byte
-	if value, _, ok = varbytes(body); !ok {
+	if r.value, _, ok = varbytes(body); !ok {
 		return record{}, nil, fmt.Errorf("record value: %w", kerr.CorruptMessage)
 	}
-	r.hasValue = value != nil
+	r.hasValue = r.value != nil
 	return r, rest, nil
 }
 
