@@ -115,8 +115,11 @@ func (c Config) Validate() error {
 
 // parseCleanupPolicy reads a cleanup.policy list as Kafka does: comma
 // separated, spaces ignored, each item delete or compact.
+// It does not allocate: appends ask it on every produce.
 func parseCleanupPolicy(p string) (compact, del bool, err error) {
-	for _, item := range strings.Split(p, ",") {
+	for rest, more := p, true; more; {
+		var item string
+		item, rest, more = strings.Cut(rest, ",")
 		switch strings.TrimSpace(item) {
 		case PolicyCompact:
 			compact = true

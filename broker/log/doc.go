@@ -24,9 +24,10 @@
 //     same points as offset index entries when the largest timestamp grew, and
 //     once more when the segment stops being active.
 //   - Index files hold exactly their entries, so their size gives the count.
-//   - recovery-point-offset-checkpoint, log-start-offset-checkpoint and
-//     high-watermark: Kafka's offset checkpoint text format ("0", the count
-//     "1", then "<topic> <partition> <offset>").
+//   - recovery-point-offset-checkpoint, log-start-offset-checkpoint,
+//     high-watermark and, once the log was cleaned, cleaner-offset-checkpoint
+//     (where the next dirty section starts): Kafka's offset checkpoint text
+//     format ("0", the count "1", then "<topic> <partition> <offset>").
 //   - leader-epoch-checkpoint: "0", the count, then "<epoch> <startOffset>"
 //     lines, oldest first (KIP-101, KIP-279).
 //   - %020d.snapshot: producer state at that offset, in ktool's own format:
@@ -35,6 +36,11 @@
 //     to five recent batches (first and last sequence int32, first and last
 //     offset int64, max timestamp int64). The two newest are kept.
 //   - .kafka_cleanshutdown: written by Close, removed by Open.
+//   - While the cleaner swaps segments in: %020d.log.cleaned (and .index,
+//     .timeindex) for a rewritten segment being written, the same names with
+//     .swap once it is committed, and cleaner-swap-ranges ("0", the count,
+//     then "<base> <end>" lines: the rewrite at base replaces the old
+//     segments starting in [base, end)).
 //
 // Checkpoints and snapshots are replaced atomically (temporary file, fsync,
 // rename, directory fsync).
@@ -46,8 +52,10 @@
 // idempotent producers against the last five batches of each producer id,
 // writes base offsets and the leader epoch into the caller's bytes (fields
 // outside the CRC; with LogAppendTime the timestamps and attribute bit too,
-// and the CRC is recomputed) and writes all batches with one write. A new
-// segment starts when the batches would overflow segment.bytes, when
+// and the CRC is recomputed) and writes all batches with one write. On a
+// topic whose cleanup.policy includes compact the records are decoded too, to
+// refuse those without a key (INVALID_RECORD, as Kafka does). A new segment
+// starts when the batches would overflow segment.bytes, when
 // segment.ms has passed since the first batch's timestamp, or when relative
 // offsets would overflow; a producer snapshot is taken then.
 //
@@ -69,7 +77,7 @@
 // segments through MaybeFlush, and Close), which then advances the recovery
 // point. Open without the clean-shutdown marker rescans every segment from the
 // one holding the recovery point: the first torn, corrupt (CRC, length,
-// record count) or non-contiguous batch cuts the segment there and deletes
+// record count) or overlapping batch cuts the segment there and deletes
 // all later segments, and the indexes are rebuilt. Segments whose index files
 // are missing or inconsistent are rescanned as well, even after a clean
 // shutdown. Leader epochs are truncated to the recovered end; producer state
@@ -79,7 +87,48 @@
 //
 // EnforceRetention deletes the oldest non-active segments whose largest
 // timestamp is older than retention.ms, while more than retention.bytes would
-// remain, or that lie wholly below the log start offset (DeleteRecords).
+// remain (both only when cleanup.policy includes delete), or that lie wholly
+// below the log start offset (DeleteRecords, refused without delete).
+//
+// # Compaction
+//
+// Clean implements cleanup.policy=compact as Kafka's cleaner does. The dirty
+// section runs from the cleaner checkpoint to the first of: the active
+// segment, the high watermark, the first segment whose largest timestamp is
+// within min.compaction.lag.ms. A pass runs when the dirty section exceeds
+// min.cleanable.dirty.ratio of the inactive bytes, or holds a segment whose
+// first batch is older than max.compaction.lag.ms. It maps the MD5 of each
+// key in the dirty section to its latest offset (at most
+// log.cleaner.dedupe.buffer.size/48 keys; a full map ends the pass early and
+// the next one goes on), then rewrites every inactive segment from the first
+// up to where the map ends, in groups of at most segment.bytes that become
+// one segment each, named by the group's first base offset. A record stays
+// if it is past the map's end or is its key's latest; a tombstone also needs
+// its segment's largest timestamp (modification time without one) to be
+// within delete.retention.ms; records without a key go. A batch that loses
+// records is rebuilt with the same base offset, last offset delta, record
+// offsets, producer fields, codec and first timestamp, and a recomputed
+// largest timestamp; records are copied, not re-encoded. A batch that loses
+// all goes, unless it is its producer's newest, which stays empty (record
+// count 0) so sequence numbers survive. Control batches stay. Offsets never
+// change, so a cleaned log has gaps: batches hold fewer records than their
+// offset span and segments may start after the previous one's end. Reads,
+// recovery and follower appends accept both; only client batches must hold
+// exactly their span. The first segment is never removed, so the log start
+// offset holds; other emptied segments are.
+//
+// The pass holds no lock while it reads and writes: it takes file
+// references, writes the .cleaned files and fsyncs them. The swap holds the
+// locks: it checks that retention or truncation did not change the
+// segments (else the pass is dropped), writes cleaner-swap-ranges, renames
+// .cleaned to .swap (indexes first, the log last: the commit point), then
+// per range deletes the old segments after the first and renames the .swap
+// files over the first, and installs the new segments. Readers holding a
+// region of an old segment keep its file. Open finishes committed swaps from
+// the ranges (or, lacking them, Kafka's rule: the old segments below the
+// swap's last batch), and deletes .cleaned and uncommitted .swap files.
+// Transactions are not tracked by the cleaner: transactional batches are
+// cleaned as others.
 //
 // # Locking
 //
