@@ -930,3 +930,35 @@ func TestCleanConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestFollowerCopiesCleanedLog(t *testing.T) {
+	clock := newClock()
+	cfg := compactConfig()
+	cfg.Now = clock.Now
+	leader, _ := newLog(t, cfg)
+	written := overwrite(t, leader, clock, 40, 5, func(s keyedSpec) keyedSpec {
+		s.codec = 4
+		return s
+	})
+	recs, _ := decodeLog(t, leader)
+	view := latest(recs)
+	mustClean(t, leader)
+	data := readAll(t, leader, 0)
+
+	follower, dir := newLog(t, cfg)
+	if _, err := follower.AppendAsFollower(data); err != nil {
+		t.Fatalf("follower append of a cleaned log: %v", err)
+	}
+	if !bytes.Equal(readAll(t, follower, 0), data) || follower.LogEndOffset() != leader.LogEndOffset() {
+		t.Fatal("follower log differs from the leader's")
+	}
+	follower.SetHighWatermark(follower.LogEndOffset())
+	checkCleaned(t, follower, written, view, false)
+	// Never flushed: Open rescans it all.
+	crash(follower)
+	follower = openLog(t, dir, cfg)
+	defer follower.Close()
+	if !bytes.Equal(readAll(t, follower, 0), data) {
+		t.Fatal("recovered follower log differs from the leader's")
+	}
+}
