@@ -586,6 +586,10 @@ func TestCompactPolicyKeepsOldSegments(t *testing.T) {
 	}
 	_, err := l.DeleteRecordsBefore(5)
 	wantKerr(t, err, kerr.PolicyViolation)
+	// A follower follows its leader's log start whatever the policy.
+	if start, err := l.FollowLogStartOffset(2); err != nil || start != 2 {
+		t.Fatalf("follower log start: %d, %v", start, err)
+	}
 
 	cfg.CleanupPolicy = "compact,delete"
 	l.SetConfig(cfg)

@@ -264,6 +264,17 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 // are deleted. It returns the log start offset. As in Kafka, a topic whose
 // cleanup.policy lacks delete refuses with kerr.PolicyViolation.
 func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
+	return l.moveLogStart(offset, true)
+}
+
+// FollowLogStartOffset is DeleteRecordsBefore for a follower following its
+// leader's log start offset: the leader already applied the policy, so a
+// topic without delete in its cleanup.policy does not refuse it.
+func (l *Log) FollowLogStartOffset(offset int64) (int64, error) {
+	return l.moveLogStart(offset, false)
+}
+
+func (l *Log) moveLogStart(offset int64, checkPolicy bool) (int64, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.flushMu.Lock()
@@ -274,7 +285,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
 	if closed {
 		return 0, ErrClosed
 	}
-	if !cfg.Delete() {
+	if checkPolicy && !cfg.Delete() {
 		return logStart, fmt.Errorf("delete records: cleanup.policy %q does not include delete: %w", cfg.CleanupPolicy, kerr.PolicyViolation)
 	}
 	if offset > hw || offset < 0 {
