@@ -3,6 +3,7 @@ package setup
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -14,14 +15,17 @@ import (
 	"github.com/ktoolhq/ktool/tools/cmdutil"
 )
 
-func freePort(t *testing.T) int {
+// freePort returns the first of n consecutive free ports.
+func freePort(t *testing.T, n int) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 100 {
+		base := 20000 + rand.IntN(30000)
+		if portsFree("127.0.0.1", base, n) == nil {
+			return base
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port range")
+	return 0
 }
 
 type initRun struct {
@@ -62,7 +66,7 @@ func runInit(t *testing.T, zk bool, args ...string) initRun {
 
 func TestInitUnattended(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "kc")
-	base := freePort(t)
+	base := freePort(t, 2)
 	r := runInit(t, false, "--yes", "--dir", dir, "-n", "2", "--base-port", strconv.Itoa(base),
 		"--partitions", "6", "--unclean-leader-election", "--auto-leader-rebalance=false", "--assignor", "sticky", "--compression", "lz4", "--start")
 	if r.err != nil {
@@ -113,7 +117,7 @@ func TestInitUnattended(t *testing.T) {
 // Without a terminal and without --yes the wizard must not prompt either.
 func TestInitWithoutTerminalNeverPrompts(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "kc")
-	r := runInit(t, true, "--dir", dir, "--base-port", strconv.Itoa(freePort(t)), "--zookeeper-port", strconv.Itoa(freePort(t)))
+	r := runInit(t, true, "--dir", dir, "--base-port", strconv.Itoa(freePort(t, 3)), "--zookeeper-port", strconv.Itoa(freePort(t, 1)))
 	if r.err != nil {
 		t.Fatalf("%v\n%s", r.err, r.out)
 	}
@@ -133,7 +137,7 @@ func TestInitRejectsBadAnswers(t *testing.T) {
 	}
 	defer busy.Close()
 	busyPort := strconv.Itoa(busy.Addr().(*net.TCPAddr).Port)
-	free := strconv.Itoa(freePort(t))
+	free := strconv.Itoa(freePort(t, 3))
 	tests := []struct {
 		name string
 		zk   bool

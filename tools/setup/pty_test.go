@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 type screen struct {
 	mu       sync.Mutex
 	buf      bytes.Buffer
-	seen     int // how far expect has matched
+	seen     int   // how far expect has matched
 	answered int   // how far cursor position requests are answered
 	requests []int // where each answered request ends
 	term     io.Writer
@@ -86,10 +86,10 @@ func (s *screen) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// prompt waits for a question that reads a line: its text, then the two
-// cursor position requests survey makes before it reads (terminal size and
-// cursor position) answered, so that typed keys never arrive in between.
-func (s *screen) prompt(t *testing.T, text string) {
+// prompt waits for a question: its text, then the cursor position requests
+// survey makes before it reads a line (terminal size and cursor position),
+// answered.
+func (s *screen) prompt(t *testing.T, text string, cursorQueries int) {
 	t.Helper()
 	s.expect(t, text)
 	deadline := time.Now().Add(20 * time.Second)
@@ -102,7 +102,7 @@ func (s *screen) prompt(t *testing.T, text string) {
 			}
 		}
 		s.mu.Unlock()
-		if n >= 2 {
+		if n >= cursorQueries {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -110,6 +110,33 @@ func (s *screen) prompt(t *testing.T, text string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// wait reports whether text appears after what was matched before, within d.
+func (s *screen) wait(text string, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		s.mu.Lock()
+		i := strings.Index(s.buf.String()[s.seen:], text)
+		if i >= 0 {
+			s.seen += i + len(text)
+		}
+		s.mu.Unlock()
+		if i >= 0 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// String is everything on the screen so far.
+func (s *screen) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
 }
 
 // expect waits until text appears after what was matched before.
@@ -145,7 +172,7 @@ func TestInitInteractive(t *testing.T) {
 	}
 	defer busy.Close()
 	busyPort := busy.Addr().(*net.TCPAddr).Port
-	base := freePort(t)
+	base := freePort(t, 2)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -162,53 +189,50 @@ func TestInitInteractive(t *testing.T) {
 		defer close(copied)
 		_, _ = bytesCopy(scr, tty)
 	}()
-	send := func(s string) {
+	// answer waits for question (a line question, cursorQueries 2, or a
+	// list, 0), types keys and waits for confirm, the screen's reaction.
+	// survey reads the terminal's answer to its cursor query through a
+	// buffer it then drops, so keys typed while it reads are lost now and
+	// then; they are typed again when nothing happened. Keys that arrive
+	// late instead would show on the screen as a wrong answer.
+	answer := func(question string, cursorQueries int, keys, confirm string) {
 		t.Helper()
-		if _, err := tty.Write([]byte(s)); err != nil {
-			t.Fatal(err)
+		scr.prompt(t, question, cursorQueries)
+		for attempt := 1; ; attempt++ {
+			if _, err := tty.Write([]byte(keys)); err != nil {
+				t.Fatal(err)
+			}
+			if scr.wait(confirm, 3*time.Second) {
+				return
+			}
+			if attempt == 3 {
+				t.Fatalf("%q: no %q on the screen after typing %q %d times:\n%s", question, confirm, keys, attempt, scr.String())
+			}
 		}
 	}
 	const enter = "\r"
+	const line, list = 2, 0
 
-	scr.prompt(t, "Number of brokers")
-	send("2" + enter)
-	scr.prompt(t, "Host the brokers listen on")
-	send(enter)
-	scr.prompt(t, "Port of broker 0")
-	send(strconv.Itoa(busyPort) + enter)
-	scr.expect(t, "ports in use")
-	scr.prompt(t, "Port of broker 0")
-	send(strconv.Itoa(base) + enter)
-	scr.prompt(t, "Metrics port of broker 0")
-	send(enter)
-	scr.prompt(t, "Default partitions of new topics")
-	send("4" + enter)
-	scr.prompt(t, "Default replication factor")
-	send("3" + enter)
-	scr.expect(t, "between 1 and the broker count (2)")
-	scr.prompt(t, "Default replication factor")
-	send("2" + enter)
-	scr.prompt(t, "min.insync.replicas")
-	send("3" + enter)
-	scr.expect(t, "between 1 and the replication factor (2)")
-	scr.prompt(t, "min.insync.replicas")
-	send("2" + enter)
-	scr.prompt(t, "Allow unclean leader election")
-	send("y" + enter)
-	scr.prompt(t, "Move leadership back to preferred replicas")
-	send("n" + enter)
-	scr.expect(t, "default partition assignor")
-	send("\x1b[B" + enter) // down to roundrobin
-	scr.expect(t, "Compression")
-	send(enter)
+	answer("Number of brokers", line, "2"+enter, "Number of brokers: 2")
+	answer("Host the brokers listen on", line, enter, "Host the brokers listen on: 127.0.0.1")
+	answer("Port of broker 0", line, strconv.Itoa(busyPort)+enter, "ports in use")
+	answer("Port of broker 0", line, strconv.Itoa(base)+enter, "(broker N gets port+N): "+strconv.Itoa(base))
+	answer("Metrics port of broker 0", line, enter, "(0 for none): 0")
+	answer("Default partitions of new topics", line, "4"+enter, "(num.partitions): 4")
+	answer("Default replication factor", line, "3"+enter, "between 1 and the broker count (2)")
+	answer("Default replication factor", line, "2"+enter, "Default replication factor: 2")
+	answer("min.insync.replicas", line, "3"+enter, "between 1 and the replication factor (2)")
+	answer("min.insync.replicas", line, "2"+enter, "min.insync.replicas: 2")
+	answer("Allow unclean leader election", line, "y"+enter, "losing data)? Yes")
+	answer("Move leadership back to preferred replicas", line, "n"+enter, "automatically? No")
+	answer("default partition assignor", list, "\x1b[B"+enter, "assignor: roundrobin")
+	answer("Compression", list, enter, "(compression.type): producer")
 	scr.expect(t, "Summary")
-	scr.prompt(t, "Write these files?")
-	send(enter)
-	scr.prompt(t, "Start the cluster now?")
-	send("n" + enter)
+	answer("Write these files?", line, enter, "Write these files? Yes")
+	answer("Start the cluster now?", line, "n"+enter, "Start the cluster now? No")
 	scr.expect(t, "ktool cluster up --from "+dir)
 	if err := cmd.Wait(); err != nil {
-		t.Fatalf("init: %v\n%s", err, scr.buf.String())
+		t.Fatalf("init: %v\n%s", err, scr.String())
 	}
 	<-copied
 
