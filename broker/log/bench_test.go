@@ -1,6 +1,7 @@
 package log
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -86,7 +87,7 @@ func BenchmarkClean(b *testing.B) {
 				l.SetHighWatermark(l.LogEndOffset())
 				b.SetBytes(l.Size())
 				b.StartTimer()
-				res, err := l.Clean()
+				res, err := l.Clean(context.Background())
 				if err != nil || res.RecordsRemoved == 0 {
 					b.Fatalf("clean: %+v, %v", res, err)
 				}

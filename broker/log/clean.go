@@ -3,6 +3,7 @@ package log
 import (
 	"bufio"
 	"cmp"
+	"context"
 	"crypto/md5"
 	"encoding/binary"
 	"errors"
@@ -91,7 +92,8 @@ func (o cleanedOut) end() int64  { return o.group[len(o.group)-1].end }
 // the latest record of each key, drops tombstones past delete.retention.ms,
 // never changes an offset, and swaps the rewritten segments in atomically.
 // Appends and reads go on meanwhile; locks are held only to plan and to swap.
-func (l *Log) Clean() (CleanResult, error) {
+// Cancelling ctx, or closing the log, abandons the pass before the swap.
+func (l *Log) Clean(ctx context.Context) (CleanResult, error) {
 	l.cleanMu.Lock()
 	defer l.cleanMu.Unlock()
 	p, err := l.planClean()
@@ -99,16 +101,19 @@ func (l *Log) Clean() (CleanResult, error) {
 		return CleanResult{}, err
 	}
 	defer p.release()
-	keys, end, err := p.buildKeyMap()
+	keys, end, err := l.buildKeyMap(ctx, p)
 	if err != nil {
 		return CleanResult{}, fmt.Errorf("clean %s: %w", l.dir, err)
 	}
 	var outs []cleanedOut
 	var res CleanResult
 	for _, g := range p.groups(end) {
-		out, err := l.writeCleaned(p, g, keys, end)
+		out, err := l.writeCleaned(ctx, p, g, keys, end)
 		if err != nil {
-			return CleanResult{}, errors.Join(storageError("clean "+l.dir, err), l.removeCleaned(append(outs, cleanedOut{group: g})))
+			if cerr := l.abandoned(ctx); cerr == nil {
+				err = storageError("clean "+l.dir, err)
+			}
+			return CleanResult{}, errors.Join(err, l.removeCleaned(append(outs, cleanedOut{group: g})))
 		}
 		outs = append(outs, out)
 		res.SegmentsCleaned += len(g)
@@ -192,12 +197,23 @@ func (l *Log) planClean() (*cleanPlan, error) {
 	return p, nil
 }
 
+// abandoned reports why a pass must stop early: ctx is done or the log closed.
+func (l *Log) abandoned(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if l.isClosed() {
+		return ErrClosed
+	}
+	return nil
+}
+
 // buildKeyMap maps each key of the dirty section to its latest offset and
 // returns where the map ends: records from there on are kept as they are.
 // The map holds at most CleanerDedupeBufferSize/cleanerBytesPerKey keys; when
 // it is full the pass cleans up to the record that did not fit and the next
 // pass goes on from there.
-func (p *cleanPlan) buildKeyMap() (keyMap, int64, error) {
+func (l *Log) buildKeyMap(ctx context.Context, p *cleanPlan) (keyMap, int64, error) {
 	maxKeys := int(min(p.cfg.CleanerDedupeBufferSize/cleanerBytesPerKey, math.MaxInt32))
 	keys := make(keyMap)
 	errFull := errors.New("key map full")
@@ -209,8 +225,14 @@ func (p *cleanPlan) buildKeyMap() (keyMap, int64, error) {
 		if cs.seg.base >= p.uncleanable {
 			break
 		}
+		if err := l.abandoned(ctx); err != nil {
+			return nil, 0, err
+		}
 		sc := newBatchScanner(cs.files.log, lookupPosition(cs.idx, p.firstDirty-cs.seg.base), cs.size)
 		for {
+			if err := ctx.Err(); err != nil {
+				return nil, 0, err
+			}
 			h, b, _, ok := sc.next()
 			if !ok {
 				if sc.err != nil {
@@ -369,13 +391,13 @@ func cleanedPath(dir string, base int64, ext string) string {
 // writeCleaned rewrites a group of segments into <base>.log.cleaned and its
 // indexes, all fsynced. The log file keeps the newest modification time of
 // the group, as Kafka's cleaned segments do.
-func (l *Log) writeCleaned(p *cleanPlan, g []cleanSeg, keys keyMap, end int64) (cleanedOut, error) {
+func (l *Log) writeCleaned(ctx context.Context, p *cleanPlan, g []cleanSeg, keys keyMap, end int64) (cleanedOut, error) {
 	out := cleanedOut{group: g, ib: newIndexBuilder(g[0].seg.base, int64(p.cfg.IndexIntervalBytes))}
 	f, err := openFile(cleanedPath(l.dir, out.base(), logExt), os.O_RDWR|os.O_CREATE|os.O_TRUNC)
 	if err != nil {
 		return out, err
 	}
-	modTime, err := l.writeCleanedLog(p, f, &out, keys, end)
+	modTime, err := l.writeCleanedLog(ctx, p, f, &out, keys, end)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -395,10 +417,13 @@ func (l *Log) writeCleaned(p *cleanPlan, g []cleanSeg, keys keyMap, end int64) (
 	return out, writeSynced(cleanedPath(l.dir, out.base(), timeIndexExt), encodeTimeEntries(nil, out.ib.tidx))
 }
 
-func (l *Log) writeCleanedLog(p *cleanPlan, f *os.File, out *cleanedOut, keys keyMap, end int64) (time.Time, error) {
+func (l *Log) writeCleanedLog(ctx context.Context, p *cleanPlan, f *os.File, out *cleanedOut, keys keyMap, end int64) (time.Time, error) {
 	w := bufio.NewWriterSize(f, 256<<10)
 	var modTime time.Time
 	for _, cs := range out.group {
+		if err := l.abandoned(ctx); err != nil {
+			return modTime, err
+		}
 		st, err := cs.files.log.Stat()
 		if err != nil {
 			return modTime, err
@@ -409,6 +434,9 @@ func (l *Log) writeCleanedLog(p *cleanPlan, f *os.File, out *cleanedOut, keys ke
 		dropTombstones := cs.ts < p.now-p.cfg.DeleteRetentionMs
 		sc := newBatchScanner(cs.files.log, 0, cs.size)
 		for {
+			if err := ctx.Err(); err != nil {
+				return modTime, err
+			}
 			h, b, _, ok := sc.next()
 			if !ok {
 				if sc.err != nil {

@@ -2,6 +2,7 @@ package log
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -183,7 +184,7 @@ func compactConfig() Config {
 
 func mustClean(t testing.TB, l *Log) CleanResult {
 	t.Helper()
-	res, err := l.Clean()
+	res, err := l.Clean(context.Background())
 	if err != nil {
 		t.Fatalf("clean: %v", err)
 	}
@@ -672,7 +673,7 @@ func TestCleanWhileReading(t *testing.T) {
 	for _, s := range specs[20:] {
 		mustAppend(t, l, keyedBatch(t, s), 1)
 		l.SetHighWatermark(l.LogEndOffset())
-		res, err := l.Clean()
+		res, err := l.Clean(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -964,5 +965,34 @@ func TestFollowerCopiesCleanedLog(t *testing.T) {
 	defer follower.Close()
 	if !bytes.Equal(readAll(t, follower, 0), data) {
 		t.Fatal("recovered follower log differs from the leader's")
+	}
+}
+
+func TestCleanCancelled(t *testing.T) {
+	clock := newClock()
+	cfg := compactConfig()
+	cfg.Now = clock.Now
+	l, dir := newLog(t, cfg)
+	overwrite(t, l, clock, 40, 5, nil)
+	before := readAll(t, l, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := l.Clean(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled clean: %v", err)
+	}
+	if left, err := filepath.Glob(filepath.Join(dir, "*"+cleanedSuffix)); err != nil || len(left) > 0 {
+		t.Fatalf("left over: %v, %v", left, err)
+	}
+	if !bytes.Equal(readAll(t, l, 0), before) {
+		t.Fatal("a cancelled clean changed the log")
+	}
+	if res := mustClean(t, l); res.RecordsRemoved == 0 {
+		t.Fatalf("clean after a cancelled one: %+v", res)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Clean(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("clean of a closed log: %v", err)
 	}
 }
