@@ -62,7 +62,6 @@ func short() bool {
 
 // broker is one `ktool broker start` child process with its own data dir and port.
 type broker struct {
-	t     testing.TB
 	dir   string
 	port  int
 	extra []string
@@ -101,7 +100,7 @@ func startBroker(t *testing.T, extra ...string) *broker {
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
-	b := &broker{t: t, dir: t.TempDir(), extra: extra}
+	b := &broker{dir: t.TempDir(), extra: extra}
 	t.Cleanup(func() {
 		b.stop(20 * time.Second)
 		if t.Failed() {

@@ -45,7 +45,7 @@ func shapes() []*kgo.Record {
 	}
 }
 
-// codecAttr maps a kgo codec to the compression bits of a batch's attributes.
+// codecs pairs each kgo codec with the compression bits of a batch's attributes.
 var codecs = []struct {
 	name  string
 	codec kgo.CompressionCodec
