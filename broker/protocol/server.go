@@ -141,6 +141,12 @@ func (s *Server) startConn(nc net.Conn) {
 	go c.writeLoop()
 }
 
+func (s *Server) isClosing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
 func (s *Server) init() {
 	if s.conns == nil {
 		s.conns = map[*Conn]struct{}{}
@@ -197,6 +203,11 @@ func (c *Conn) readLoop() {
 	for {
 		frame, err := ReadFrame(br, max)
 		if err != nil {
+			if !(isTimeout(err) && c.srv.isClosing()) {
+				// The client hung up (or sent garbage): nobody will read answers, so
+				// parked requests end now instead of pinning the connection.
+				c.cancel()
+			}
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !isTimeout(err) && !errors.Is(err, io.ErrUnexpectedEOF) {
 				c.srv.logger().Warn("closing connection", "remote", c.nc.RemoteAddr().String(), "err", err)
 			}
