@@ -235,6 +235,13 @@ func experiment(t *testing.T, e *env, upArgs ...string) {
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "seed", Value: []byte("before")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
+	// Completion asks the cluster through the saved profile and caches the names.
+	if names := e.complete("topic", "describe", ""); !slices.Contains(names, "seed") {
+		t.Fatalf("topic completion %v", names)
+	}
+	if ids := e.complete("cluster", "kill", "--dir", e.dir, ""); len(ids) != 3 || !strings.HasPrefix(ids[0], "0\t127.0.0.1:") {
+		t.Fatalf("broker id completion %q", ids)
+	}
 
 	e.mustRun("cluster", "kill", strconv.Itoa(int(leader)), "--dir", e.dir)
 	if _, _, err := e.run("cluster", "kill", strconv.Itoa(int(leader)), "--dir", e.dir); err == nil {
@@ -301,6 +308,31 @@ func experiment(t *testing.T, e *env, upArgs ...string) {
 	if out := e.mustRun("cluster", "down", "--dir", e.dir); !strings.Contains(out, "not running") {
 		t.Fatalf("second down printed:\n%s", out)
 	}
+	// The cluster is down: completion answers from its cache (or nothing),
+	// and never waits for the dead brokers. The bound is for correctness,
+	// far above the 150 ms budget.
+	start := time.Now()
+	names := e.complete("produce", "s")
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("completion with the cluster down took %s", took)
+	}
+	if len(names) > 1 || len(names) == 1 && names[0] != "seed" {
+		t.Fatalf("completion with the cluster down: %v", names)
+	}
+}
+
+// complete runs cobra's completion request for the words and returns the
+// names offered (the final ":directive" line dropped).
+func (e *env) complete(words ...string) []string {
+	e.t.Helper()
+	out := e.mustRun(append([]string{"__complete"}, words...)...)
+	var names []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line != "" && !strings.HasPrefix(line, ":") && !strings.HasPrefix(line, "Completion ended") {
+			names = append(names, line)
+		}
+	}
+	return names
 }
 
 func TestLocalClusterEmbedded(t *testing.T) {
