@@ -236,7 +236,8 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 		defer b.wg.Done()
 		_ = b.srv.Serve(ln)
 	}()
-	b.replicas.Start(time.Duration(b.cfg.Int("log.retention.check.interval.ms")) * time.Millisecond)
+	b.replicas.Start(time.Duration(b.cfg.Int("log.retention.check.interval.ms"))*time.Millisecond,
+		time.Duration(b.cfg.Int("log.cleaner.backoff.ms"))*time.Millisecond)
 
 	b.groups = newGroupCoordinator(b)
 	if err := b.register(ctx); err != nil {
@@ -547,6 +548,13 @@ func (b *Broker) topicSettings(topic string) replica.Settings {
 	lc.FlushIntervalMs = tc.Int("flush.ms")
 	lc.MaxMessageBytes = int(tc.Int("max.message.bytes"))
 	lc.TimestampType = tc.String("message.timestamp.type")
+	lc.MessageTimestampDifferenceMaxMs = tc.Int("message.timestamp.difference.max.ms")
+	lc.CleanupPolicy = tc.String("cleanup.policy")
+	lc.DeleteRetentionMs = tc.Int("delete.retention.ms")
+	lc.MinCleanableDirtyRatio = tc.Float("min.cleanable.dirty.ratio")
+	lc.MinCompactionLagMs = tc.Int("min.compaction.lag.ms")
+	lc.MaxCompactionLagMs = tc.Int("max.compaction.lag.ms")
+	lc.CleanerDedupeBufferSize = b.cfg.Int("log.cleaner.dedupe.buffer.size")
 	if lc.FlushIntervalMs <= 0 {
 		lc.FlushIntervalMs = math.MaxInt64
 	}

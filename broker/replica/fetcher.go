@@ -294,7 +294,7 @@ func (f *fetcher) handlePartition(st *fetchState, rp kmsg.FetchResponseTopicPart
 			st.p.consumerW.wakeAll()
 		}
 		if start := min(rp.LogStartOffset, l.HighWatermark()); start > l.LogStartOffset() {
-			if _, err := l.DeleteRecordsBefore(start); err != nil {
+			if _, err := l.FollowLogStartOffset(start); err != nil {
 				f.logger.Warn("following the leader's log start offset", "err", err)
 			}
 		}

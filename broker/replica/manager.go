@@ -319,12 +319,33 @@ func (m *Manager) StopReplica(controllerEpoch int32, tp TP, del bool) error {
 	return nil
 }
 
-// Start runs the background work: ISR shrink checks, flushing, retention.
-func (m *Manager) Start(retentionEvery time.Duration) {
-	m.wg.Add(3)
+// Start runs the background work: ISR shrink checks, flushing, retention and
+// compaction (one partition at a time, like Kafka's single cleaner thread).
+func (m *Manager) Start(retentionEvery, cleanEvery time.Duration) {
+	m.wg.Add(4)
 	go m.every(m.cfg.ReplicaLagMax/2, m.shrinkIsrs)
 	go m.every(time.Second, m.flush)
 	go m.every(retentionEvery, m.retention)
+	go m.every(cleanEvery, m.clean)
+}
+
+func (m *Manager) clean() {
+	for _, p := range m.Partitions() {
+		if m.ctx.Err() != nil {
+			return
+		}
+		res, err := p.log.Clean(m.ctx)
+		if err != nil {
+			if m.ctx.Err() == nil {
+				m.logger.Error("compaction failed", "topic", p.Topic, "partition", p.ID, "err", err)
+			}
+			continue
+		}
+		if res.SegmentsCleaned > 0 {
+			m.logger.Info("compacted", "topic", p.Topic, "partition", p.ID, "segments", res.SegmentsCleaned,
+				"bytes_before", res.BytesBefore, "bytes_after", res.BytesAfter, "records_removed", res.RecordsRemoved)
+		}
+	}
 }
 
 func (m *Manager) every(d time.Duration, f func()) {
