@@ -11,7 +11,8 @@
 #     ZooKeeper session expiry (/brokers/ids/N deleted, seen by a watch) to
 #     every partition having a live leader in every live broker's metadata;
 #     SIGTERM (controlled shutdown) and time from the signal to no partition
-#     led by that broker. scripts/bench/failover does the measuring.
+#     led by that broker. Both also time until every partition's leader
+#     answers ListOffsets. scripts/bench/failover does the measuring.
 #
 # Everything started here is stopped on exit. Figures and commands of a run
 # are in scripts/bench/RESULTS-cluster.md.
@@ -232,6 +233,7 @@ if [[ $skip_failover -eq 0 ]]; then
 			# Give leadership back to the preferred replicas, so every round
 			# starts from a balanced cluster.
 			"$work/ktool" --brokers "$(brokers_csv)" --timeout 2m elect --preferred --topic failover >/dev/null
+			"$work/failover" wait --brokers "$(brokers_csv)" --topic failover --partitions "$failover_partitions" --live 3
 		done
 	done
 fi
@@ -261,10 +263,12 @@ if [[ $skip_throughput -eq 0 ]]; then
 fi
 if [[ $skip_failover -eq 0 ]]; then
 	echo "failover: $failover_partitions partitions, RF=3, 3 brokers, $rounds rounds each (min / median / max, ms)"
-	echo "  SIGKILL, signal to session expiry:           $(summary signal_to_expiry_ms kill)"
-	echo "  SIGKILL, session expiry to all partitions led: $(summary expiry_to_all_led_ms kill)"
-	echo "  SIGTERM, signal to no partition led by it:   $(summary signal_to_none_led_ms term)"
-	echo "  SIGTERM, signal to deregistration:           $(summary signal_to_deregistered_ms term)"
+	echo "  SIGKILL, signal to session expiry:                  $(summary signal_to_expiry_ms kill)"
+	echo "  SIGKILL, session expiry to all partitions led:      $(summary expiry_to_all_led_ms kill)"
+	echo "  SIGKILL, session expiry to all leaders serving:     $(summary expiry_to_all_serving_ms kill)"
+	echo "  SIGTERM, signal to no partition led by it:          $(summary signal_to_none_led_ms term)"
+	echo "  SIGTERM, signal to all leaders serving:             $(summary signal_to_all_serving_ms term)"
+	echo "  SIGTERM, signal to deregistration:                  $(summary signal_to_deregistered_ms term)"
 	for r in $(seq 1 "$rounds"); do
 		echo "  kill round $r: victim $(kv victim "$work/failover.kill.$r") led $(kv victim_leaders "$work/failover.kill.$r") partitions;" \
 			"term round $r: victim $(kv victim "$work/failover.term.$r") led $(kv victim_leaders "$work/failover.term.$r")"

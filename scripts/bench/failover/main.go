@@ -11,8 +11,10 @@
 // victim (a watch on /brokers/ids/N firing NodeDeleted) and from there
 // until every live broker's metadata gives every partition a live leader.
 // With --mode term (SIGTERM, controlled shutdown) it times from the signal
-// until no live broker's metadata names the victim as a leader. Results are
-// key=value lines on stdout.
+// until no live broker's metadata names the victim as a leader. Both also
+// time until every partition's leader answers ListOffsets (the leaders took
+// over, not only were chosen). wait includes that too. Results are key=value
+// lines on stdout.
 package main
 
 import (
@@ -30,6 +32,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -148,8 +151,27 @@ func runWait(ctx context.Context, args []string) error {
 				return fmt.Errorf("partition %d: leader %d, isr %v, replicas %v", p.Partition, p.Leader, p.ISR, p.Replicas)
 			}
 		}
-		return nil
+		return allServing(ctx, cl, *topic, *partitions)
 	})
+}
+
+// allServing is nil when the leader of each of the want partitions of topic
+// answers ListOffsets: the metadata names leaders as soon as the controller
+// chose them, this is when they took over.
+func allServing(ctx context.Context, cl *kgo.Client, topic string, want int) error {
+	lo, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		return err
+	}
+	if err := lo.Error(); err != nil {
+		return err
+	}
+	n := 0
+	lo.Each(func(kadm.ListedOffset) { n++ })
+	if n != want {
+		return fmt.Errorf("%d of %d partitions listed", n, want)
+	}
+	return nil
 }
 
 type measureOptions struct {
@@ -198,7 +220,9 @@ func runMeasure(ctx context.Context, args []string, out, errOut io.Writer) error
 }
 
 func measure(ctx context.Context, o measureOptions, out, errOut io.Writer) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(o.brokers...))
+	// kgo refreshes metadata at most every 5 s by default, which would hide
+	// how fast leaders take over.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(o.brokers...), kgo.MetadataMinAge(o.interval))
 	if err != nil {
 		return err
 	}
@@ -288,6 +312,12 @@ func measure(ctx context.Context, o measureOptions, out, errOut io.Writer) error
 		return err
 	}
 	done := time.Now()
+	if err := until(ctx, o.timeout, o.interval, func(ctx context.Context) error {
+		return allServing(ctx, cl, o.topic, len(ps))
+	}); err != nil {
+		return err
+	}
+	serving := time.Now()
 	if o.mode == "term" {
 		select {
 		case gone = <-deregistered:
@@ -298,9 +328,11 @@ func measure(ctx context.Context, o measureOptions, out, errOut io.Writer) error
 	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) }
 	fmt.Fprintf(out, "mode=%s\nvictim=%d\npartitions=%d\nvictim_leaders=%d\n", o.mode, victim, len(ps), led[victim])
 	if o.mode == "kill" {
-		fmt.Fprintf(out, "signal_to_expiry_ms=%s\nexpiry_to_all_led_ms=%s\n", ms(gone.Sub(signalled)), ms(done.Sub(gone)))
+		fmt.Fprintf(out, "signal_to_expiry_ms=%s\nexpiry_to_all_led_ms=%s\nexpiry_to_all_serving_ms=%s\n",
+			ms(gone.Sub(signalled)), ms(done.Sub(gone)), ms(serving.Sub(gone)))
 	} else {
-		fmt.Fprintf(out, "signal_to_none_led_ms=%s\nsignal_to_deregistered_ms=%s\n", ms(done.Sub(signalled)), ms(gone.Sub(signalled)))
+		fmt.Fprintf(out, "signal_to_none_led_ms=%s\nsignal_to_all_serving_ms=%s\nsignal_to_deregistered_ms=%s\n",
+			ms(done.Sub(signalled)), ms(serving.Sub(signalled)), ms(gone.Sub(signalled)))
 	}
 	return nil
 }
