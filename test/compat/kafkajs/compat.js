@@ -1,0 +1,160 @@
+'use strict';
+
+// Drives kafkajs against a broker for the Go tests in test/compat. Every result is
+// one JSON object per line on stdout; kafkajs's own log goes to stderr. Usage:
+//
+//   node compat.js admin    BROKERS TOPIC PARTITIONS REPLICATION
+//   node compat.js produce  BROKERS TOPIC COUNT COMPRESSION(none|gzip) FIRST_TIMESTAMP_MS
+//   node compat.js consume  BROKERS TOPIC GROUP MAX
+//   node compat.js groups   BROKERS GROUP TOPIC TIMESTAMP_MS
+//
+// BROKERS is host:port[,host:port...]. consume stops after MAX records, or when its
+// stdin closes, and commits each record's offset itself (autoCommit off).
+
+const { Kafka, logLevel, CompressionTypes, ConfigResourceTypes, Partitioners } = require('kafkajs');
+
+const [cmd, brokers, ...args] = process.argv.slice(2);
+
+function out(obj) {
+  process.stdout.write(JSON.stringify(obj) + '\n');
+}
+
+function client(id) {
+  return new Kafka({
+    clientId: id,
+    brokers: (brokers || '').split(','),
+    logLevel: logLevel.WARN,
+    logCreator: () => ({ level, log }) => {
+      process.stderr.write(`kafkajs ${level} ${JSON.stringify(log)}\n`);
+    },
+    retry: { retries: 10, initialRetryTime: 100 },
+  });
+}
+
+function text(buf) {
+  return buf === null ? null : buf.toString('utf8');
+}
+
+async function admin(topic, partitions, replication) {
+  const a = client('compat-admin').admin();
+  await a.connect();
+  try {
+    const created = await a.createTopics({
+      waitForLeaders: true,
+      topics: [{
+        topic,
+        numPartitions: Number(partitions),
+        replicationFactor: Number(replication),
+        configEntries: [{ name: 'retention.ms', value: '3600000' }],
+      }],
+    });
+    out({ step: 'createTopics', created });
+    const again = await a.createTopics({ topics: [{ topic, numPartitions: 1 }] });
+    out({ step: 'createTopicsAgain', created: again });
+    const topics = await a.listTopics();
+    out({ step: 'listTopics', topics });
+    const md = await a.fetchTopicMetadata({ topics: [topic] });
+    out({ step: 'fetchTopicMetadata', metadata: md });
+    const cfg = await a.describeConfigs({
+      includeSynonyms: false,
+      resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ['retention.ms', 'cleanup.policy'] }],
+    });
+    out({ step: 'describeConfigs', configs: cfg });
+    const cluster = await a.describeCluster();
+    out({ step: 'describeCluster', cluster });
+  } finally {
+    await a.disconnect();
+  }
+}
+
+async function produce(topic, count, compression, firstTs) {
+  const p = client('compat-producer').producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  await p.connect();
+  try {
+    const codec = compression === 'gzip' ? CompressionTypes.GZIP : CompressionTypes.None;
+    const messages = [];
+    for (let i = 0; i < Number(count); i++) {
+      messages.push({
+        key: `k${i}`,
+        value: `v${i}-${'x'.repeat(i % 50)}`,
+        headers: { i: String(i), src: 'kafkajs' },
+        timestamp: String(Number(firstTs) + i),
+      });
+    }
+    // Two sends so that at least two batches reach each partition.
+    const half = Math.floor(messages.length / 2);
+    for (const part of [messages.slice(0, half), messages.slice(half)]) {
+      const res = await p.send({ topic, acks: -1, compression: codec, messages: part });
+      for (const r of res) {
+        out({ step: 'sent', partition: r.partition, errorCode: r.errorCode, baseOffset: r.baseOffset });
+      }
+    }
+  } finally {
+    await p.disconnect();
+  }
+}
+
+async function consume(topic, group, max) {
+  const c = client('compat-consumer').consumer({ groupId: group, sessionTimeout: 10000, heartbeatInterval: 500 });
+  let n = 0;
+  let stop;
+  const stopped = new Promise((resolve) => { stop = resolve; });
+  process.stdin.on('end', () => stop());
+  process.stdin.resume();
+  c.on(c.events.GROUP_JOIN, (e) => out({ step: 'joined', assignment: e.payload.memberAssignment }));
+  await c.connect();
+  await c.subscribe({ topic, fromBeginning: true });
+  await c.run({
+    autoCommit: false,
+    eachMessage: async ({ partition, message }) => {
+      const headers = {};
+      for (const [k, v] of Object.entries(message.headers || {})) headers[k] = text(v);
+      out({
+        step: 'message', partition, offset: message.offset, key: text(message.key),
+        value: text(message.value), timestamp: message.timestamp, headers,
+      });
+      await c.commitOffsets([{ topic, partition, offset: String(BigInt(message.offset) + 1n) }]);
+      if (++n >= Number(max)) stop();
+    },
+  });
+  await stopped;
+  await c.disconnect();
+  out({ step: 'done', count: n });
+}
+
+async function groups(group, topic, ts) {
+  const a = client('compat-admin').admin();
+  await a.connect();
+  try {
+    const offsets = await a.fetchOffsets({ groupId: group, topics: [topic] });
+    out({ step: 'fetchOffsets', offsets });
+    const listed = await a.listGroups();
+    out({ step: 'listGroups', groups: listed.groups });
+    const described = await a.describeGroups([group]);
+    out({ step: 'describeGroups', groups: described.groups });
+    const ends = await a.fetchTopicOffsets(topic);
+    out({ step: 'fetchTopicOffsets', offsets: ends });
+    const byTs = await a.fetchTopicOffsetsByTimestamp(topic, Number(ts));
+    out({ step: 'fetchTopicOffsetsByTimestamp', offsets: byTs });
+  } finally {
+    await a.disconnect();
+  }
+}
+
+const commands = {
+  admin: () => admin(...args),
+  produce: () => produce(...args),
+  consume: () => consume(...args),
+  groups: () => groups(...args),
+};
+
+if (!commands[cmd] || !brokers) {
+  process.stderr.write('usage: node compat.js admin|produce|consume|groups BROKERS ...\n');
+  process.exitCode = 2;
+} else {
+  commands[cmd]().catch((err) => {
+    process.stderr.write(`compat.js ${cmd}: ${err && err.stack ? err.stack : err}\n`);
+    out({ step: "error", name: err && err.name, message: String(err && err.message), type: err && err.type, errors: ((err && err.errors) || []).map((e) => ({ type: e.type, message: e.message })) });
+    process.exitCode = 1;
+  });
+}

@@ -1,0 +1,552 @@
+package compat
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// kcatMessage is one record as `kcat -C -J` prints it.
+type kcatMessage struct {
+	Topic     string   `json:"topic"`
+	Partition int32    `json:"partition"`
+	Offset    int64    `json:"offset"`
+	TsType    string   `json:"tstype"`
+	Ts        int64    `json:"ts"`
+	Headers   []string `json:"headers"`
+	Key       *string  `json:"key"`
+	Payload   *string  `json:"payload"`
+}
+
+func parseKcatJSON(t testing.TB, out []byte) []kcatMessage {
+	t.Helper()
+	var msgs []kcatMessage
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if line == "" {
+			continue
+		}
+		var m kcatMessage
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("kcat -J line %q: %v", line, err)
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs
+}
+
+func TestKcatMetadata(t *testing.T) {
+	kcat := needKcat(t)
+	b := startStandalone(t)
+	createTopic(t, b.Addr(), "meta", 3, 1, nil)
+	ctx := testCtx(t, time.Minute)
+
+	out := run(ctx, t, nil, kcat, "-b", b.Addr(), "-L", "-J", "-t", "meta")
+	var md struct {
+		Controller int32 `json:"controllerid"`
+		Brokers    []struct {
+			ID   int32  `json:"id"`
+			Name string `json:"name"`
+		} `json:"brokers"`
+		Topics []struct {
+			Topic      string `json:"topic"`
+			Err        string `json:"error"`
+			Partitions []struct {
+				Partition int32                `json:"partition"`
+				Leader    int32                `json:"leader"`
+				Replicas  []struct{ ID int32 } `json:"replicas"`
+				ISRs      []struct{ ID int32 } `json:"isrs"`
+			} `json:"partitions"`
+		} `json:"topics"`
+	}
+	if err := json.Unmarshal(out, &md); err != nil {
+		t.Fatalf("kcat -L -J: %v\n%s", err, out)
+	}
+	if md.Controller != 0 || len(md.Brokers) != 1 || md.Brokers[0].ID != 0 || md.Brokers[0].Name != b.Addr() {
+		t.Fatalf("brokers %+v controller %d, want broker 0 at %s as controller", md.Brokers, md.Controller, b.Addr())
+	}
+	if len(md.Topics) != 1 || md.Topics[0].Topic != "meta" || md.Topics[0].Err != "" || len(md.Topics[0].Partitions) != 3 {
+		t.Fatalf("topics %+v, want meta with 3 partitions", md.Topics)
+	}
+	for i, p := range md.Topics[0].Partitions {
+		if p.Partition != int32(i) || p.Leader != 0 || len(p.Replicas) != 1 || p.Replicas[0].ID != 0 || len(p.ISRs) != 1 || p.ISRs[0].ID != 0 {
+			t.Errorf("partition %d: %+v, want leader 0, replicas [0], isr [0]", i, p)
+		}
+	}
+
+	// An unknown topic is reported per topic, the way librdkafka expects. With
+	// auto-creation on (Kafka's default) kcat -L on a missing topic creates it.
+	out = run(ctx, t, nil, kcat, "-b", b.Addr(), "-L", "-J", "-t", "auto-created")
+	if err := json.Unmarshal(out, &md); err != nil {
+		t.Fatalf("kcat -L -J: %v\n%s", err, out)
+	}
+	if len(md.Topics) != 1 || md.Topics[0].Topic != "auto-created" {
+		t.Fatalf("topics %+v, want auto-created", md.Topics)
+	}
+}
+
+// TestKcatRoundTrip produces keys, values and headers with kcat and checks them
+// with kcat's JSON and -f output and with franz-go.
+func TestKcatRoundTrip(t *testing.T) {
+	kcat := needKcat(t)
+	b := startStandalone(t)
+	createTopic(t, b.Addr(), "rt", 1, 1, nil)
+	ctx := testCtx(t, time.Minute)
+
+	type rec struct{ key, value string }
+	recs := []rec{
+		{"k0", "v0"},
+		{"", "empty key"},
+		{"k2", ""},
+		{"k3", "ünïcødé ✓ 日本"},
+		{"k4", "tab\there and spaces  "},
+		{"k5", "a:b:c"}, // only the first delimiter splits
+		{"k6", strings.Repeat("0123456789", 20000)},
+	}
+	var in strings.Builder
+	for _, r := range recs {
+		fmt.Fprintf(&in, "%s:%s\n", r.key, r.value)
+	}
+	run(ctx, t, []byte(in.String()), kcat, "-b", b.Addr(), "-P", "-t", "rt", "-K:",
+		"-H", "h1=a", "-H", "h2=", "-H", "h1=dup")
+
+	wantHeaders := []string{"h1", "a", "h2", "", "h1", "dup"}
+	msgs := parseKcatJSON(t, run(ctx, t, nil, kcat, "-b", b.Addr(), "-C", "-t", "rt", "-o", "beginning", "-e", "-q", "-J"))
+	if len(msgs) != len(recs) {
+		t.Fatalf("kcat read %d records, want %d", len(msgs), len(recs))
+	}
+	for i, m := range msgs {
+		if m.Offset != int64(i) || m.Partition != 0 || m.Key == nil || *m.Key != recs[i].key ||
+			m.Payload == nil || *m.Payload != recs[i].value || !slices.Equal(m.Headers, wantHeaders) || m.TsType != "create" {
+			t.Errorf("record %d: %+v, want key %q value %q (%d bytes) headers %q", i, m, recs[i].key, recs[i].value, len(recs[i].value), wantHeaders)
+		}
+	}
+
+	// The same bytes seen by franz-go: an empty key is empty, not null.
+	for i, r := range fetchAll(t, b.Addr(), "rt") {
+		if r.Key == nil || string(r.Key) != recs[i].key || string(r.Value) != recs[i].value || len(r.Headers) != 3 ||
+			r.Headers[0].Key != "h1" || string(r.Headers[0].Value) != "a" || r.Headers[1].Key != "h2" || len(r.Headers[1].Value) != 0 {
+			t.Errorf("franz-go record %d: key %q value %d bytes headers %v", i, r.Key, len(r.Value), r.Headers)
+		}
+	}
+
+	// -f formats: topic, partition, offset, key, key length, value length, headers.
+	out := run(ctx, t, nil, kcat, "-b", b.Addr(), "-C", "-t", "rt", "-o", "0", "-c", "3", "-e", "-q",
+		"-f", `%t|%p|%o|%k|%K|%S|%h\n`)
+	want := "rt|0|0|k0|2|2|h1=a,h2=,h1=dup\n" +
+		"rt|0|1||0|9|h1=a,h2=,h1=dup\n" +
+		"rt|0|2|k2|2|0|h1=a,h2=,h1=dup\n"
+	if string(out) != want {
+		t.Errorf("kcat -f output:\n%s\nwant:\n%s", out, want)
+	}
+}
+
+// TestKcatCompression produces with each codec librdkafka has and checks the
+// records round-trip and that the batches are stored in that codec (the broker
+// keeps what the producer sent when compression.type=producer).
+func TestKcatCompression(t *testing.T) {
+	kcat := needKcat(t)
+	b := startStandalone(t)
+	codecs := []struct {
+		name string
+		attr uint8 // batch attributes bits 0-2
+	}{{"none", 0}, {"gzip", 1}, {"snappy", 2}, {"lz4", 3}, {"zstd", 4}}
+	var in strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&in, "record %d %s\n", i, strings.Repeat("abc", i%40))
+	}
+	for _, c := range codecs {
+		t.Run(c.name, func(t *testing.T) {
+			topic := "z-" + c.name
+			createTopic(t, b.Addr(), topic, 1, 1, nil)
+			ctx := testCtx(t, time.Minute)
+			_, stderr, err := runErr(ctx, []byte(in.String()), kcat, "-b", b.Addr(), "-P", "-t", topic, "-z", c.name,
+				"-X", "linger.ms=50", "-d", "msg")
+			if err != nil {
+				t.Fatalf("kcat -P -z %s: %v\n%s", c.name, err, tail(string(stderr), 20))
+			}
+			out := run(ctx, t, nil, kcat, "-b", b.Addr(), "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", `%s\n`)
+			if string(out) != in.String() {
+				t.Fatalf("records read back differ from those produced (%d bytes, want %d)", len(out), in.Len())
+			}
+			recs := fetchAll(t, b.Addr(), topic)
+			for _, r := range recs {
+				if got := r.Attrs.CompressionType(); got != c.attr {
+					t.Errorf("offset %d stored with codec %d, want %d (%s); librdkafka said: %s\nsee FINDINGS.md F1",
+						r.Offset, got, c.attr, c.name, grepLine(string(stderr), "compression"))
+					break
+				}
+			}
+		})
+	}
+}
+
+// grepLine returns the first line of s containing sub (case-insensitive).
+func grepLine(s, sub string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(strings.ToLower(l), sub) {
+			return l
+		}
+	}
+	return "(nothing about " + sub + ")"
+}
+
+// TestKcatIdempotentAcksAll produces with librdkafka's idempotent producer and
+// acks=all: the broker must grant a producer id (InitProducerId) and accept the
+// sequenced batches.
+func TestKcatIdempotentAcksAll(t *testing.T) {
+	kcat := needKcat(t)
+	b := startStandalone(t)
+	createTopic(t, b.Addr(), "idem", 3, 1, nil)
+	ctx := testCtx(t, time.Minute)
+	var in strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&in, "key%d:value %d\n", i%17, i)
+	}
+	run(ctx, t, []byte(in.String()), kcat, "-b", b.Addr(), "-P", "-t", "idem", "-K:",
+		"-X", "enable.idempotence=true", "-X", "acks=all", "-X", "linger.ms=5", "-X", "batch.num.messages=100")
+
+	recs := fetchAll(t, b.Addr(), "idem")
+	if len(recs) != 3000 {
+		t.Fatalf("%d records, want 3000", len(recs))
+	}
+	seen := map[string]bool{}
+	partOf := map[string]int32{}
+	for _, r := range recs {
+		if r.ProducerID < 0 {
+			t.Fatalf("offset %d of partition %d has no producer id: not idempotent", r.Offset, r.Partition)
+		}
+		if seen[string(r.Value)] {
+			t.Fatalf("duplicate %q", r.Value)
+		}
+		seen[string(r.Value)] = true
+		// librdkafka's default partitioner (consistent_random) keeps a key on one partition.
+		if p, ok := partOf[string(r.Key)]; ok && p != r.Partition {
+			t.Fatalf("key %s on partitions %d and %d", r.Key, p, r.Partition)
+		}
+		partOf[string(r.Key)] = r.Partition
+	}
+}
+
+// TestKcatOffsetsAndTimestamps consumes by absolute and relative offset and by
+// timestamp, and asks for offsets by time (ListOffsets), on records franz-go
+// wrote with known timestamps.
+func TestKcatOffsetsAndTimestamps(t *testing.T) {
+	kcat := needKcat(t)
+	b := startStandalone(t)
+	createTopic(t, b.Addr(), "ts", 1, 1, nil)
+	ctx := testCtx(t, time.Minute)
+	base := time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)
+	cl := kgoClient(t, b.Addr(), kgo.DefaultProduceTopic("ts"))
+	for i := range 10 {
+		r := &kgo.Record{Key: []byte("k" + strconv.Itoa(i)), Value: []byte("v" + strconv.Itoa(i)), Timestamp: base.Add(time.Duration(i) * time.Second)}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cl.ProduceSync(ctx, &kgo.Record{Key: []byte("tomb"), Timestamp: base.Add(10 * time.Second)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	ms := func(i int) string { return strconv.FormatInt(base.Add(time.Duration(i)*time.Second).UnixMilli(), 10) }
+	bootstrap := []string{"-b", b.Addr(), "-t", "ts"}
+	consume := func(args ...string) string {
+		t.Helper()
+		args = append(append([]string{"-C"}, bootstrap...), append(args, "-e", "-q", "-Z", "-f", `%o:%k=%s@%T\n`)...)
+		return string(run(ctx, t, nil, kcat, args...))
+	}
+	line := func(i int) string { return fmt.Sprintf("%d:k%d=v%d@%s\n", i, i, i, ms(i)) }
+	lines := func(from, to int) string {
+		var s strings.Builder
+		for i := from; i < to; i++ {
+			s.WriteString(line(i))
+		}
+		return s.String()
+	}
+	tomb := "10:tomb=NULL@" + ms(10) + "\n"
+
+	checks := []struct {
+		name string
+		got  string
+		want string
+	}{
+		{"-o beginning", consume("-o", "beginning"), lines(0, 10) + tomb},
+		{"-o 3 -c 2", consume("-o", "3", "-c", "2"), lines(3, 5)},
+		{"-o -3", consume("-o", "-3"), lines(8, 10) + tomb},
+		{"-o s@ts (between records)", consume("-o", "s@"+strconv.FormatInt(base.Add(4500*time.Millisecond).UnixMilli(), 10)), lines(5, 10) + tomb},
+		{"-o s@ts -o e@ts", consume("-o", "s@"+ms(2), "-o", "e@"+ms(5)), lines(2, 5)},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("kcat -C %s:\n%s\nwant:\n%s", c.name, c.got, c.want)
+		}
+	}
+
+	query := func(spec string) string {
+		t.Helper()
+		return strings.TrimSpace(string(run(ctx, t, nil, kcat, "-b", b.Addr(), "-Q", "-t", spec)))
+	}
+	for _, q := range []struct{ spec, want string }{
+		{"ts:0:" + ms(3), "ts [0] offset 3"},
+		{"ts:0:" + strconv.FormatInt(base.Add(3500*time.Millisecond).UnixMilli(), 10), "ts [0] offset 4"},
+		{"ts:0:-1", "ts [0] offset 11"},
+		{"ts:0:-2", "ts [0] offset 0"},
+		{"ts:0:" + ms(60), "ts [0] offset -1"},
+	} {
+		if got := query(q.spec); got != q.want {
+			t.Errorf("kcat -Q -t %s: %q, want %q", q.spec, got, q.want)
+		}
+	}
+}
+
+// kcatMember is one `kcat -G` process whose stdout (JSON records) and stderr
+// (rebalance notices) are followed while it runs.
+type kcatMember struct {
+	name string
+	cmd  *exec.Cmd
+
+	mu       sync.Mutex
+	assigned map[int32]bool
+	msgs     []kcatMessage
+	stderr   strings.Builder
+	done     chan struct{}
+}
+
+var assignedRE = regexp.MustCompile(`rebalanced \(memberid [^)]*\): (assigned|revoked): (.*)$`)
+var partitionRE = regexp.MustCompile(`\[(\d+)\]`)
+
+func startKcatMember(ctx context.Context, t *testing.T, kcat, name string, args ...string) *kcatMember {
+	t.Helper()
+	m := &kcatMember{name: name, assigned: map[int32]bool{}, done: make(chan struct{})}
+	m.cmd = exec.CommandContext(ctx, kcat, args...)
+	stdout, err := m.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := m.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			m.mu.Lock()
+			m.stderr.WriteString(line + "\n")
+			if g := assignedRE.FindStringSubmatch(line); g != nil {
+				if g[1] == "revoked" {
+					clear(m.assigned)
+				} else {
+					for _, p := range partitionRE.FindAllStringSubmatch(g[2], -1) {
+						n, _ := strconv.Atoi(p[1])
+						m.assigned[int32(n)] = true
+					}
+				}
+			}
+			m.mu.Unlock()
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var msg kcatMessage
+			if err := json.Unmarshal(sc.Bytes(), &msg); err != nil {
+				continue
+			}
+			m.mu.Lock()
+			m.msgs = append(m.msgs, msg)
+			m.mu.Unlock()
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	go func() {
+		wg.Wait()
+		_ = m.cmd.Wait()
+		close(m.done)
+	}()
+	t.Cleanup(func() { m.stop() })
+	return m
+}
+
+// stop asks kcat to leave the group (SIGTERM: it commits and closes) and waits.
+func (m *kcatMember) stop() {
+	select {
+	case <-m.done:
+		return
+	default:
+	}
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-m.done:
+	case <-time.After(20 * time.Second):
+		_ = m.cmd.Process.Kill()
+		<-m.done
+	}
+}
+
+func (m *kcatMember) partitions() []int32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []int32
+	for p := range m.assigned {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (m *kcatMember) messages() []kcatMessage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.msgs)
+}
+
+func (m *kcatMember) log() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stderr.String()
+}
+
+// committed returns the group's committed offsets for topic, by partition.
+func committed(t testing.TB, addrs, group, topic string) map[int32]int64 {
+	t.Helper()
+	ctx := testCtx(t, 30*time.Second)
+	resp, err := adminClient(t, addrs).FetchOffsets(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int32]int64{}
+	resp.Each(func(o kadm.OffsetResponse) {
+		if o.Topic == topic && o.Err == nil {
+			out[o.Partition] = o.At
+		}
+	})
+	return out
+}
+
+func endOffsets(t testing.TB, addrs, topic string) map[int32]int64 {
+	t.Helper()
+	ctx := testCtx(t, 30*time.Second)
+	ends, err := adminClient(t, addrs).ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+	return out
+}
+
+// TestKcatConsumerGroup runs librdkafka's balanced consumer on a three-broker
+// ZooKeeper cluster: it reads everything, commits, resumes after its commits, and
+// two members split the partitions.
+func TestKcatConsumerGroup(t *testing.T) {
+	kcat := needKcat(t)
+	c := startCluster(t, 3)
+	addrs := c.Addrs()
+	createTopic(t, addrs, "grp", 3, 3, nil)
+	ctx := testCtx(t, 3*time.Minute)
+	produceTo := func(topic string, from, to int) {
+		t.Helper()
+		var in strings.Builder
+		for i := from; i < to; i++ {
+			fmt.Fprintf(&in, "key-%d:value-%d\n", i, i)
+		}
+		run(ctx, t, []byte(in.String()), kcat, "-b", addrs, "-P", "-t", topic, "-K:", "-X", "acks=all")
+	}
+	values := func(msgs []kcatMessage) []string {
+		var out []string
+		for _, m := range msgs {
+			out = append(out, *m.Payload)
+		}
+		sort.Strings(out)
+		return out
+	}
+	want := func(from, to int) []string {
+		var out []string
+		for i := from; i < to; i++ {
+			out = append(out, "value-"+strconv.Itoa(i))
+		}
+		sort.Strings(out)
+		return out
+	}
+	group := func(name string, extra ...string) []kcatMessage {
+		t.Helper()
+		args := append([]string{"-b", addrs, "-G", name, "-X", "auto.offset.reset=earliest", "-e", "-q", "-J"}, extra...)
+		return parseKcatJSON(t, run(ctx, t, nil, kcat, append(args, "grp")...))
+	}
+
+	produceTo("grp", 0, 300)
+	if got := values(group("g1")); !reflect.DeepEqual(got, want(0, 300)) {
+		t.Fatalf("first run of group g1 read %d records, want the 300 produced", len(got))
+	}
+	if got, ends := committed(t, addrs, "g1", "grp"), endOffsets(t, addrs, "grp"); !reflect.DeepEqual(got, ends) {
+		t.Fatalf("g1 committed %v, want the end offsets %v", got, ends)
+	}
+	produceTo("grp", 300, 330)
+	if got := values(group("g1")); !reflect.DeepEqual(got, want(300, 330)) {
+		t.Fatalf("second run of group g1 read %v, want only the 30 new records", got)
+	}
+
+	// Two members at once, on an empty topic so nothing is read before the
+	// rebalance settles: each ends with a disjoint part, and new records reach the
+	// owner of their partition exactly once.
+	createTopic(t, addrs, "split", 3, 3, nil)
+	args := []string{"-b", addrs, "-G", "g2", "-X", "auto.offset.reset=earliest", "-J", "-u", "split"}
+	a := startKcatMember(ctx, t, kcat, "a", args...)
+	bm := startKcatMember(ctx, t, kcat, "b", args...)
+	eventually(t, time.Minute, func() error {
+		pa, pb := a.partitions(), bm.partitions()
+		all := append(slices.Clone(pa), pb...)
+		slices.Sort(all)
+		if len(pa) == 0 || len(pb) == 0 || !slices.Equal(all, []int32{0, 1, 2}) {
+			return fmt.Errorf("assignments a=%v b=%v", pa, pb)
+		}
+		return nil
+	})
+	ownerA := a.partitions()
+	produceTo("split", 1000, 1060)
+	var got []kcatMessage
+	eventually(t, time.Minute, func() error {
+		got = append(a.messages(), bm.messages()...)
+		if len(got) < 60 {
+			return fmt.Errorf("members read %d of 60 records", len(got))
+		}
+		return nil
+	})
+	if v := values(got); !reflect.DeepEqual(v, want(1000, 1060)) {
+		t.Fatalf("members read %v, want each of the 60 new records once", v)
+	}
+	for _, m := range a.messages() {
+		if !slices.Contains(ownerA, m.Partition) {
+			t.Errorf("member a read partition %d, assigned %v", m.Partition, ownerA)
+		}
+	}
+	if len(a.messages()) == 0 || len(bm.messages()) == 0 {
+		t.Errorf("a read %d and b %d records; both own partitions", len(a.messages()), len(bm.messages()))
+	}
+	if t.Failed() {
+		t.Logf("member a:\n%s\nmember b:\n%s", tail(a.log(), 20), tail(bm.log(), 20))
+	}
+}

@@ -1,0 +1,396 @@
+package compat
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ktoolhq/ktool/internal/zktest"
+)
+
+// ktoolBin is the binary under test: $KTOOL_COMPAT_BIN when set, else built once
+// by TestMain. buildErr fails every test that needs it.
+var (
+	ktoolBin string
+	buildErr error
+)
+
+func TestMain(m *testing.M) {
+	if bin := os.Getenv("KTOOL_COMPAT_BIN"); bin != "" {
+		ktoolBin = bin
+		m.Run()
+		return
+	}
+	dir, err := os.MkdirTemp("", "ktool-compat-")
+	if err != nil {
+		buildErr = err
+		m.Run()
+		return
+	}
+	defer os.RemoveAll(dir)
+	ktoolBin = filepath.Join(dir, "ktool")
+	out, err := exec.Command("go", "build", "-o", ktoolBin, "github.com/ktoolhq/ktool/cmd/ktool").CombinedOutput()
+	if err != nil {
+		buildErr = fmt.Errorf("building ktool: %v\n%s", err, out)
+	}
+	m.Run()
+}
+
+// needKcat returns the kcat command, or skips the test.
+func needKcat(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("kcat")
+	if err != nil {
+		t.Skip("kcat (librdkafka's CLI) is not installed: run test/compat/setup.sh to install it; librdkafka compatibility was NOT tested")
+	}
+	return p
+}
+
+// needKafkajs returns node and the directory holding compat.js, or skips the test.
+func needKafkajs(t *testing.T) (node, dir string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed; kafkajs compatibility was NOT tested")
+	}
+	dir, err = filepath.Abs("kafkajs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "kafkajs", "package.json")); err != nil {
+		t.Skip("test/compat/kafkajs/node_modules is missing: run test/compat/setup.sh (npm ci); kafkajs compatibility was NOT tested")
+	}
+	return node, dir
+}
+
+// syncBuffer collects a child's output from the copying goroutine.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// broker is one `ktool broker start` child process.
+type broker struct {
+	id   int32
+	port int
+	dir  string
+	args []string
+	logs *syncBuffer
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Addr is the broker's host:port.
+func (b *broker) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(b.port)) }
+
+// launch runs the broker and waits for its ready line.
+func (b *broker) launch(readyWithin time.Duration) error {
+	if buildErr != nil {
+		return buildErr
+	}
+	args := append([]string{"broker", "start",
+		"--broker-id", strconv.Itoa(int(b.id)),
+		"--listeners", "PLAINTEXT://" + b.Addr(),
+		"--log-dirs", b.dir,
+	}, b.args...)
+	cmd := exec.Command(ktoolBin, args...)
+	cmd.Stderr = b.logs
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	b.mu.Lock()
+	b.cmd, b.done = cmd, done
+	b.mu.Unlock()
+	ready := make(chan struct{}, 1)
+	readyLine := fmt.Sprintf("ktool broker %d ready: listening on %s", b.id, b.Addr())
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), readyLine) {
+				select {
+				case ready <- struct{}{}:
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+		_ = cmd.Wait()
+		close(done)
+	}()
+	select {
+	case <-ready:
+		return nil
+	case <-done:
+		return fmt.Errorf("broker %d exited before it was ready", b.id)
+	case <-time.After(readyWithin):
+		_ = cmd.Process.Kill()
+		<-done
+		return fmt.Errorf("broker %d not ready within %v", b.id, readyWithin)
+	}
+}
+
+// signal sends sig and waits up to wait for the process to exit, then kills it.
+func (b *broker) signal(sig syscall.Signal, wait time.Duration) {
+	b.mu.Lock()
+	cmd, done := b.cmd, b.done
+	b.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	select {
+	case <-done:
+		return
+	default:
+	}
+	_ = cmd.Process.Signal(sig)
+	select {
+	case <-done:
+	case <-time.After(wait):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// Kill sends SIGKILL and waits until the process is gone.
+func (b *broker) Kill() { b.signal(syscall.SIGKILL, time.Minute) }
+
+// newBroker prepares broker id on a free port and starts it; it is stopped when
+// the test ends and its log is printed if the test failed.
+func newBroker(t *testing.T, id int32, args ...string) *broker {
+	t.Helper()
+	b := &broker{id: id, dir: t.TempDir(), args: args, logs: &syncBuffer{}}
+	t.Cleanup(func() {
+		b.signal(syscall.SIGTERM, 30*time.Second)
+		if t.Failed() {
+			t.Logf("broker %d log (last lines):\n%s", id, tail(b.logs.String(), 60))
+		}
+	})
+	// A port found free can be taken before the child binds it; try a few.
+	for attempt := 0; ; attempt++ {
+		b.port = freePort(t)
+		err := b.launch(90 * time.Second)
+		if err == nil {
+			return b
+		}
+		if attempt == 3 || !strings.Contains(b.logs.String(), "address already in use") {
+			t.Fatalf("starting broker %d: %v\n%s", id, err, tail(b.logs.String(), 40))
+		}
+	}
+}
+
+// startStandalone runs one broker on the embedded coordination store. A group
+// forms at once (no initial rebalance delay) so the group tests stay short.
+func startStandalone(t *testing.T, extra ...string) *broker {
+	t.Helper()
+	args := append([]string{"--override", "group.initial.rebalance.delay.ms=0"}, extra...)
+	return newBroker(t, 0, args...)
+}
+
+// cluster is three brokers registered in a real ZooKeeper.
+type cluster struct {
+	brokers []*broker
+}
+
+// startCluster starts a ZooKeeper (skipping the test without one, failing with
+// CI=true) and n brokers with Kafka's replication defaults raised to n.
+func startCluster(t *testing.T, n int) *cluster {
+	t.Helper()
+	zk := zktest.Start(t)
+	chroot := "/compat"
+	c := &cluster{}
+	for id := int32(0); id < int32(n); id++ {
+		c.brokers = append(c.brokers, newBroker(t, id,
+			"--zookeeper", zk.Addr()+chroot,
+			"--override", "zookeeper.session.timeout.ms=6000",
+			"--override", "replica.lag.time.max.ms=5000",
+			"--override", "group.initial.rebalance.delay.ms=0",
+			"--override", "default.replication.factor="+strconv.Itoa(n),
+			"--override", "offsets.topic.replication.factor="+strconv.Itoa(n),
+			"--override", "min.insync.replicas=2",
+		))
+	}
+	return c
+}
+
+// Addrs lists every broker's address, comma-separated.
+func (c *cluster) Addrs() string {
+	var out []string
+	for _, b := range c.brokers {
+		out = append(out, b.Addr())
+	}
+	return strings.Join(out, ",")
+}
+
+// broker returns the broker with id.
+func (c *cluster) broker(id int32) *broker {
+	for _, b := range c.brokers {
+		if b.id == id {
+			return b
+		}
+	}
+	return nil
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// kgoClient is a franz-go client for verification, closed when the test ends.
+func kgoClient(t testing.TB, addrs string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	opts = append([]kgo.Opt{kgo.SeedBrokers(strings.Split(addrs, ",")...)}, opts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+func adminClient(t testing.TB, addrs string) *kadm.Client {
+	t.Helper()
+	return kadm.NewClient(kgoClient(t, addrs))
+}
+
+// testCtx bounds a test's calls, so a hung broker or client fails the test rather
+// than the whole run.
+func testCtx(t testing.TB, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// createTopic creates topic and fails the test on any error.
+func createTopic(t testing.TB, addrs, topic string, partitions int32, replication int16, configs map[string]*string) {
+	t.Helper()
+	ctx := testCtx(t, 30*time.Second)
+	resp, err := adminClient(t, addrs).CreateTopic(ctx, partitions, replication, configs, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("create topic %s: %v", topic, err)
+	}
+}
+
+// run runs a client command with stdin and returns its stdout; a non-zero exit or
+// the context ending fails the test with the command's stderr.
+func run(ctx context.Context, t testing.TB, stdin []byte, name string, args ...string) []byte {
+	t.Helper()
+	stdout, stderr, err := runErr(ctx, stdin, name, args...)
+	if err != nil {
+		t.Fatalf("%s %s: %v\nstderr:\n%s", filepath.Base(name), strings.Join(args, " "), err, tail(string(stderr), 40))
+	}
+	return stdout
+}
+
+// runErr is run without failing: it returns the output and the exit error.
+func runErr(ctx context.Context, stdin []byte, name string, args ...string) (stdout, stderr []byte, err error) {
+	var so, se bytes.Buffer
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	cmd.Stdout, cmd.Stderr = &so, &se
+	cmd.WaitDelay = 5 * time.Second
+	err = cmd.Run()
+	if ctx.Err() != nil {
+		err = errors.Join(err, ctx.Err())
+	}
+	return so.Bytes(), se.Bytes(), err
+}
+
+// eventually polls f until it returns nil or the deadline passes.
+func eventually(t testing.TB, total time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(total)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still failing after %v: %v", total, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// fetchAll reads every record of topic from the start up to the end offsets
+// taken when it is called, with franz-go.
+func fetchAll(t testing.TB, addrs, topic string) []*kgo.Record {
+	t.Helper()
+	ctx := testCtx(t, 60*time.Second)
+	ends, err := adminClient(t, addrs).ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := int64(0)
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			t.Fatalf("end offset of %s[%d]: %v", topic, o.Partition, o.Err)
+		}
+		want += o.Offset
+	})
+	cl := kgoClient(t, addrs, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var out []*kgo.Record
+	for int64(len(out)) < want {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of %d records of %s: %v", len(out), want, topic, ctx.Err())
+		}
+		fs.EachError(func(topic string, p int32, err error) {
+			t.Fatalf("fetch %s[%d]: %v", topic, p, err)
+		})
+		out = append(out, fs.Records()...)
+	}
+	return out
+}
+
+func tail(s string, lines int) string {
+	parts := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(parts) > lines {
+		parts = parts[len(parts)-lines:]
+	}
+	return strings.Join(parts, "\n")
+}
