@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -212,7 +213,7 @@ func run(ctx context.Context, o *Options) error {
 	if o.Unclean && ranPreferred(resps) {
 		fmt.Fprintln(o.Factory.IO.ErrOut, "Warning: the cluster is older than Kafka 2.4 and ran a preferred election instead of an unclean one.")
 	}
-	after, merr := metadata()
+	after, merr := awaitNewLeaders(ctx, metadata, m, resps)
 	results := collect(resps, after, merr == nil)
 	if err := o.Output.Print(w, results, func() error { return writeResults(w, results) }); err != nil {
 		return err
@@ -227,6 +228,40 @@ func run(ctx context.Context, o *Options) error {
 		return fmt.Errorf("%d of %d partition elections failed (see the error column)", failed, len(results))
 	}
 	return nil
+}
+
+// awaitNewLeaders re-reads the metadata until every elected partition shows a
+// leader other than the one it had before: brokers learn of a new leader from
+// the controller a moment after the election answers, and the command should
+// print where leadership went, not where it was. Bounded by --timeout.
+func awaitNewLeaders(ctx context.Context, metadata func() (kadm.Metadata, error), before kadm.Metadata, resps kadm.ElectLeadersResults) (kadm.Metadata, error) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		after, err := metadata()
+		if err != nil {
+			return after, err
+		}
+		moved := true
+		for _, ps := range resps {
+			for _, r := range ps {
+				if r.Err != nil {
+					continue
+				}
+				old := before.Topics[r.Topic].Partitions[r.Partition].Leader
+				if now, ok := after.Topics[r.Topic].Partitions[r.Partition]; ok && now.Leader == old {
+					moved = false
+				}
+			}
+		}
+		if moved || time.Now().After(deadline) {
+			return after, nil
+		}
+		select {
+		case <-ctx.Done():
+			return after, nil
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // ranPreferred reports whether the cluster fell back to a preferred election
