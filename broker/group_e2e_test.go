@@ -219,7 +219,7 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 			brokertest.Eventually(t, 60*time.Second, func() error {
 				fc := adm.FindGroupCoordinators(ctx, "fo")
 				if r := fc["fo"]; r.Err != nil || r.NodeID == coord.NodeID {
-					return fmt.Errorf("coordinator %d (%v)", r.NodeID, r.Err)
+					return fmt.Errorf("coordinator %d (%v) after %d died; %s", r.NodeID, r.Err, coord.NodeID, offsetsLeaders(ctx, adm))
 				}
 				got, err := committed(ctx, adm, "fo")
 				if err != nil {
@@ -313,4 +313,17 @@ func TestGroupHandlersRaw(t *testing.T) {
 	if p := fresp.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.Offset != 3 {
 		t.Fatalf("v0 fetch: %+v", p)
 	}
+}
+
+// offsetsLeaders describes __consumer_offsets' leadership, for failure messages.
+func offsetsLeaders(ctx context.Context, adm *kadm.Client) string {
+	md, err := adm.Metadata(ctx, "__consumer_offsets")
+	if err != nil {
+		return err.Error()
+	}
+	out := fmt.Sprintf("controller %d, brokers %v:", md.Controller, md.Brokers.NodeIDs())
+	for p, pd := range md.Topics["__consumer_offsets"].Partitions {
+		out += fmt.Sprintf(" %d:leader=%d,isr=%v", p, pd.Leader, pd.ISR)
+	}
+	return out
 }
