@@ -240,3 +240,34 @@ func consumeN(t *testing.T, c *brokertest.Cluster, topic string, p int32, n int)
 	}
 	return out
 }
+
+// TestControllerFailoverCleansIsr: when the controller's broker dies, the new
+// controller takes that broker out of the ISRs of partitions it followed, at
+// failover rather than after replica.lag.time.max.ms.
+func TestControllerFailoverCleansIsr(t *testing.T) {
+	c := brokertest.NewCluster(t, 3, brokertest.WithProps(map[string]string{
+		"auto.leader.rebalance.enable": "false",
+		"replica.lag.time.max.ms":      "600000",
+	}))
+	adm := c.Admin()
+	if _, err := adm.CreateTopic(context.Background(), 3, 3, nil, "f"); err != nil {
+		t.Fatal(err)
+	}
+	_, ctrl, _ := describeWait(t, adm, "f")
+	c.Kill(ctrl)
+	brokertest.Eventually(t, 15*time.Second, func() error {
+		v, now, err := describe(t, adm, "f")
+		if err != nil {
+			return err
+		}
+		if now == ctrl || now < 0 {
+			return fmt.Errorf("controller still %d", now)
+		}
+		for p, pv := range v {
+			if slices.Contains(pv.ISR, ctrl) {
+				return fmt.Errorf("partition %d: dead broker %d still in ISR %v", p, ctrl, pv.ISR)
+			}
+		}
+		return nil
+	})
+}

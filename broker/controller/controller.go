@@ -183,6 +183,8 @@ func (c *Controller) failover() error {
 	}
 	// Elect leaders where needed and tell every broker everything.
 	c.electOffline(c.allPartitions(), false)
+	// Brokers that died while there was no controller leave the ISRs now.
+	c.removeDeadFromIsr(c.allPartitions())
 	c.sendLeaderAndIsr(c.allPartitions(), nil)
 	c.sendUpdateMetadata()
 	c.publish()
@@ -314,8 +316,20 @@ func (c *Controller) onBrokersFailed(dead []int32) {
 		}
 	}
 	changed := c.electOffline(touched, false)
-	// Followers that died leave the ISR (never shrinking it to nothing).
-	for _, tp := range touched {
+	changed = append(changed, c.removeDeadFromIsr(touched)...)
+	c.sendLeaderAndIsr(uniqueTPs(changed), nil)
+	c.sendUpdateMetadata()
+}
+
+// removeDeadFromIsr takes replicas of dead brokers out of the ISR of partitions
+// whose leader is live (never shrinking it to nothing), as Kafka's controller does
+// for offline replicas, and returns the partitions it changed.
+func (c *Controller) removeDeadFromIsr(tps []TP) []TP {
+	var changed []TP
+	for _, tp := range tps {
+		if c.deleting[tp.Topic] || !c.states[tp].HasState {
+			continue
+		}
 		ok := c.update(tp, func(st *PartitionState) (zkdata.LeaderIsr, bool) {
 			isr := c.liveOnly(st.ISR)
 			if st.Leader < 0 || !c.isLive(st.Leader) || len(isr) == 0 || len(isr) == len(st.ISR) {
@@ -330,8 +344,7 @@ func (c *Controller) onBrokersFailed(dead []int32) {
 			changed = append(changed, tp)
 		}
 	}
-	c.sendLeaderAndIsr(uniqueTPs(changed), nil)
-	c.sendUpdateMetadata()
+	return changed
 }
 
 func (c *Controller) onBrokersStarted(born []int32) {
