@@ -550,3 +550,64 @@ func TestKcatConsumerGroup(t *testing.T) {
 		t.Logf("member a:\n%s\nmember b:\n%s", tail(a.log(), 20), tail(bm.log(), 20))
 	}
 }
+
+// TestKcatIdempotentFailover keeps librdkafka's idempotent producer (acks=all)
+// sending while the partition leader is SIGKILLed: it must follow the new leader
+// and every record must be stored exactly once, in order.
+func TestKcatIdempotentFailover(t *testing.T) {
+	kcat := needKcat(t)
+	c := startCluster(t, 3)
+	addrs := c.Addrs()
+	createTopic(t, addrs, "fo", 1, 3, nil)
+	ctx := testCtx(t, 3*time.Minute)
+	md, err := adminClient(t, addrs).Metadata(ctx, "fo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := md.Topics["fo"].Partitions[0].Leader
+
+	cmd := exec.CommandContext(ctx, kcat, "-b", addrs, "-P", "-t", "fo", "-p", "0",
+		"-X", "enable.idempotence=true", "-X", "acks=all", "-X", "linger.ms=0")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	write := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			if _, err := fmt.Fprintf(stdin, "record-%04d\n", i); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// kcat reads its input in blocks, so the tail of what was written may wait
+	// for more input: most of the first part being stored is enough.
+	write(0, 200)
+	eventually(t, time.Minute, func() error {
+		if n := endOffsets(t, addrs, "fo")[0]; n < 100 {
+			return fmt.Errorf("high watermark %d, want at least 100", n)
+		}
+		return nil
+	})
+	c.broker(leader).Kill()
+	write(200, 400)
+	stdin.Close()
+	if err := cmd.Wait(); err != nil || strings.Contains(stderr.String(), "Delivery failed") {
+		t.Fatalf("kcat producer across the leader kill: %v\n%s", err, tail(stderr.String(), 30))
+	}
+
+	recs := fetchAll(t, addrs, "fo")
+	if len(recs) != 400 {
+		t.Fatalf("%d records stored, want 400 (exactly once)\nkcat:\n%s", len(recs), tail(stderr.String(), 30))
+	}
+	for i, r := range recs {
+		if want := fmt.Sprintf("record-%04d", i); string(r.Value) != want || r.Offset != int64(i) {
+			t.Fatalf("offset %d holds %q, want %q", r.Offset, r.Value, want)
+		}
+	}
+}
