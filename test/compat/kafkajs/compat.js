@@ -35,33 +35,45 @@ function text(buf) {
   return buf === null ? null : buf.toString('utf8');
 }
 
+// step runs one call and prints its result, or its error, so that one refused
+// call does not hide the others.
+async function step(name, fn) {
+  try {
+    out({ step: name, result: await fn() });
+  } catch (err) {
+    out({ step: name, error: errorInfo(err) });
+  }
+}
+
+function errorInfo(err) {
+  return {
+    name: err && err.name,
+    message: String(err && err.message),
+    type: err && err.type,
+    errors: ((err && err.errors) || []).map((e) => ({ type: e.type, message: e.message })),
+  };
+}
+
 async function admin(topic, partitions, replication) {
   const a = client('compat-admin').admin();
   await a.connect();
   try {
-    const created = await a.createTopics({
+    const spec = { topic, numPartitions: Number(partitions), replicationFactor: Number(replication) };
+    await step('createTopics', () => a.createTopics({
       waitForLeaders: true,
-      topics: [{
-        topic,
-        numPartitions: Number(partitions),
-        replicationFactor: Number(replication),
-        configEntries: [{ name: 'retention.ms', value: '3600000' }],
-      }],
-    });
-    out({ step: 'createTopics', created });
-    const again = await a.createTopics({ topics: [{ topic, numPartitions: 1 }] });
-    out({ step: 'createTopicsAgain', created: again });
-    const topics = await a.listTopics();
-    out({ step: 'listTopics', topics });
-    const md = await a.fetchTopicMetadata({ topics: [topic] });
-    out({ step: 'fetchTopicMetadata', metadata: md });
-    const cfg = await a.describeConfigs({
+      topics: [{ ...spec, configEntries: [{ name: 'retention.ms', value: '3600000' }] }],
+    }));
+    // kafkajs resolves false when every topic answers TOPIC_ALREADY_EXISTS; Kafka
+    // checks existence before anything else in the request.
+    await step('createExisting', () => a.createTopics({ topics: [spec] }));
+    await step('createExistingTooManyReplicas', () => a.createTopics({ topics: [{ ...spec, replicationFactor: 99 }] }));
+    await step('listTopics', () => a.listTopics());
+    await step('fetchTopicMetadata', () => a.fetchTopicMetadata({ topics: [topic] }));
+    await step('describeConfigs', () => a.describeConfigs({
       includeSynonyms: false,
       resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ['retention.ms', 'cleanup.policy'] }],
-    });
-    out({ step: 'describeConfigs', configs: cfg });
-    const cluster = await a.describeCluster();
-    out({ step: 'describeCluster', cluster });
+    }));
+    await step('describeCluster', () => a.describeCluster());
   } finally {
     await a.disconnect();
   }
@@ -154,7 +166,7 @@ if (!commands[cmd] || !brokers) {
 } else {
   commands[cmd]().catch((err) => {
     process.stderr.write(`compat.js ${cmd}: ${err && err.stack ? err.stack : err}\n`);
-    out({ step: "error", name: err && err.name, message: String(err && err.message), type: err && err.type, errors: ((err && err.errors) || []).map((e) => ({ type: e.type, message: e.message })) });
+    out({ step: 'error', error: errorInfo(err) });
     process.exitCode = 1;
   });
 }
