@@ -13,6 +13,7 @@ import (
 	"github.com/ktoolhq/ktool/broker"
 	"github.com/ktoolhq/ktool/broker/config"
 	"github.com/ktoolhq/ktool/broker/coord/embedded"
+	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 )
 
 // BrokerSpec is one broker of the cluster.
@@ -236,9 +237,13 @@ func (s *Supervisor) Status() []BrokerState {
 	return out
 }
 
-// Close shuts every running broker down cleanly, all at once as a cluster
-// stop would, then closes the store. When ctx ends first, the brokers skip
-// what is left of their controlled shutdown and close anyway.
+// Close shuts every running broker down cleanly, one after the other with
+// the controller last: each controlled shutdown then hands its leaderships
+// to brokers that stay, through a controller that is still there. The last
+// broker has nobody to hand them to, so it stops without asking (its logs
+// are flushed and closed all the same): asked, it might still count a
+// broker that just left and retry in vain. When ctx ends, the brokers left
+// skip their controlled shutdown. Close then closes the store.
 func (s *Supervisor) Close(ctx context.Context) error {
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
@@ -251,24 +256,48 @@ func (s *Supervisor) Close(ctx context.Context) error {
 	all := s.running
 	s.running = map[int32]*running{}
 	s.mu.Unlock()
-	var wg sync.WaitGroup
-	errs := make([]error, 0, len(all)+1)
-	var errMu sync.Mutex
-	for id, r := range all {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := r.b.Shutdown(ctx)
-			if err != nil {
-				err = fmt.Errorf("broker %d: %w", id, err)
-			}
-			r.log.Close()
-			errMu.Lock()
-			errs = append(errs, err)
-			errMu.Unlock()
-		}()
+	order := make([]int32, 0, len(all))
+	for id := range all {
+		order = append(order, id)
 	}
-	wg.Wait()
+	controller := s.controller(ctx)
+	sort.Slice(order, func(i, j int) bool {
+		if (order[i] == controller) != (order[j] == controller) {
+			return order[j] == controller
+		}
+		return order[i] < order[j]
+	})
+	var errs []error
+	for i, id := range order {
+		r := all[id]
+		stop := r.b.Shutdown
+		if i == len(order)-1 {
+			stop = func(context.Context) error { return r.b.Halt() }
+		}
+		if err := stop(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("broker %d: %w", id, err))
+		}
+		r.log.Close()
+		s.logger.Info("broker stopped", "broker", id)
+	}
 	errs = append(errs, s.store.Close())
 	return errors.Join(errs...)
+}
+
+// controller is the id in /controller, or -1.
+func (s *Supervisor) controller(ctx context.Context) int32 {
+	st, err := s.store.Connect(ctx)
+	if err != nil {
+		return -1
+	}
+	defer st.Close()
+	data, _, err := st.Get(ctx, zkdata.ControllerPath)
+	if err != nil {
+		return -1
+	}
+	info, err := zkdata.DecodeController(data)
+	if err != nil {
+		return -1
+	}
+	return info.BrokerID
 }

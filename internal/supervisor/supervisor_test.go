@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -127,6 +128,10 @@ func TestRunKillStartShutdown(t *testing.T) {
 		t.Fatal("a second supervisor could listen on a live socket")
 	}
 
+	// A replicated topic: the shutdown must hand its leadership over cleanly.
+	if _, err := adm.CreateTopic(ctx, 3, 3, nil, "replicated"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := Call(ctx, socket, Request{Op: OpShutdown}); err != nil {
 		t.Fatal(err)
 	}
@@ -140,6 +145,20 @@ func TestRunKillStartShutdown(t *testing.T) {
 	}
 	if _, err := Call(ctx, socket, Request{Op: OpStatus}); err == nil {
 		t.Fatal("socket still answers after shutdown")
+	}
+	for _, b := range bs {
+		log, err := os.ReadFile(b.LogFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range []string{"controlled shutdown request failed", "controlled shutdown incomplete"} {
+			if strings.Contains(string(log), bad) {
+				t.Errorf("broker %d: %q in its log:\n%s", b.ID, bad, log)
+			}
+		}
+		if !strings.Contains(string(log), "broker stopped") {
+			t.Errorf("broker %d never stopped:\n%s", b.ID, log)
+		}
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,8 +28,9 @@ func NewDownCommand(f *cmdutil.Factory, runF func(context.Context, *DownOptions)
 		Use:   "down",
 		Short: "Stop the local cluster",
 		Long: `Stop the processes the local cluster in --dir started, and nothing else: the
-brokers get SIGTERM (a clean, controlled shutdown) and those still running
-after --timeout get SIGKILL; then the ZooKeeper the cluster started, if any.
+brokers get SIGTERM one after the other, the controller last (a clean,
+controlled shutdown), and one still running after --timeout gets SIGKILL;
+then the ZooKeeper the cluster started, if any.
 Data and logs stay in the directory, so ` + "`ktool cluster up`" + ` starts the same
 cluster again.`,
 		Args: cobra.NoArgs,
@@ -42,7 +45,7 @@ cluster again.`,
 		},
 	}
 	addDirFlag(cmd, &opts.Dir)
-	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 30*time.Second, "how long the brokers may take to stop before they are killed")
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 30*time.Second, "how long each broker may take to stop before it is killed")
 	return cmd
 }
 
@@ -74,25 +77,28 @@ func runDown(ctx context.Context, o *DownOptions) error {
 		errs = append(errs, err)
 		fmt.Fprintf(w, "Stopped the supervisor (pid %d) and its %d brokers%s.\n", sup.PID, len(st.Brokers), killedNote(killed))
 	}
-	var procs []*Proc
-	var ids []int32
+	// One broker after the other, the controller last: each controlled
+	// shutdown hands its leaderships to brokers that stay, through a
+	// controller that is still there.
+	var live []BrokerRecord
 	for _, b := range st.Brokers {
 		if b.Process.Alive() {
-			procs = append(procs, b.Process)
-			ids = append(ids, b.ID)
+			live = append(live, b)
 		}
 	}
-	if len(procs) > 0 {
-		killed, err := stopProcs(ctx, procs, o.Timeout)
+	controller := int32(-1)
+	if len(live) > 0 {
+		if reg, err := readRegistration(ctx, o.Factory, st.Addrs(), 2*time.Second); err == nil {
+			controller = reg.Controller
+		}
+		sort.SliceStable(live, func(i, j int) bool { return live[j].ID == controller && live[i].ID != controller })
+	}
+	for i, b := range live {
+		killed, err := stopProcs(ctx, []*Proc{b.Process}, o.Timeout)
 		errs = append(errs, err)
-		for i, p := range procs {
-			note := ""
-			for _, k := range killed {
-				if k == p {
-					note = " (killed after --timeout)"
-				}
-			}
-			fmt.Fprintf(w, "Stopped broker %d (pid %d)%s.\n", ids[i], p.PID, note)
+		fmt.Fprintf(w, "Stopped broker %d (pid %d)%s.\n", b.ID, b.Process.PID, killedNote(len(killed) > 0))
+		if i < len(live)-1 && b.ID != controller {
+			o.waitGoneFromController(ctx, st, controller, b.ID)
 		}
 	}
 	if zk := st.ZooKeeperProcess; zk.Alive() {
@@ -101,6 +107,27 @@ func runDown(ctx context.Context, o *DownOptions) error {
 		fmt.Fprintf(w, "Stopped ZooKeeper (pid %d)%s.\n", zk.PID, killedNote(len(killed) > 0))
 	}
 	return errors.Join(errs...)
+}
+
+// waitGoneFromController waits (a few seconds at most) until the controller
+// no longer lists broker id, so that the next broker's controlled shutdown
+// does not count it as a broker to hand leaderships to.
+func (o *DownOptions) waitGoneFromController(ctx context.Context, st *State, controller, id int32) {
+	rec, err := st.Broker(controller)
+	if err != nil {
+		return
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		reg, err := readRegistration(ctx, o.Factory, []string{rec.Addr}, time.Second)
+		if err == nil && !slices.Contains(reg.Brokers, id) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // waitOrStop waits up to timeout for a process that was asked to stop, then
