@@ -131,6 +131,7 @@ async function consume(topic, group, max) {
   });
   await stopped;
   await c.disconnect();
+  process.stdin.destroy();
   out({ step: 'done', count: n });
 }
 
@@ -138,16 +139,11 @@ async function groups(group, topic, ts) {
   const a = client('compat-admin').admin();
   await a.connect();
   try {
-    const offsets = await a.fetchOffsets({ groupId: group, topics: [topic] });
-    out({ step: 'fetchOffsets', offsets });
-    const listed = await a.listGroups();
-    out({ step: 'listGroups', groups: listed.groups });
-    const described = await a.describeGroups([group]);
-    out({ step: 'describeGroups', groups: described.groups });
-    const ends = await a.fetchTopicOffsets(topic);
-    out({ step: 'fetchTopicOffsets', offsets: ends });
-    const byTs = await a.fetchTopicOffsetsByTimestamp(topic, Number(ts));
-    out({ step: 'fetchTopicOffsetsByTimestamp', offsets: byTs });
+    await step('fetchOffsets', () => a.fetchOffsets({ groupId: group, topics: [topic] }));
+    await step('listGroups', () => a.listGroups());
+    await step('describeGroups', () => a.describeGroups([group]));
+    await step('fetchTopicOffsets', () => a.fetchTopicOffsets(topic));
+    await step('fetchTopicOffsetsByTimestamp', () => a.fetchTopicOffsetsByTimestamp(topic, Number(ts)));
   } finally {
     await a.disconnect();
   }
