@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -308,6 +309,19 @@ func experiment(t *testing.T, e *env, upArgs ...string) {
 	if out := e.mustRun("cluster", "down", "--dir", e.dir); !strings.Contains(out, "not running") {
 		t.Fatalf("second down printed:\n%s", out)
 	}
+	// down stops the brokers one by one, the controller last, so no
+	// controlled shutdown has to retry.
+	for _, b := range st.Brokers {
+		log, err := os.ReadFile(b.Log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, bad := range []string{"controlled shutdown request failed", "controlled shutdown incomplete"} {
+			if strings.Contains(string(log), bad) {
+				t.Errorf("broker %d logged %q", b.ID, bad)
+			}
+		}
+	}
 	// The cluster is down: completion answers from its cache (or nothing),
 	// and never waits for the dead brokers. The bound is for correctness,
 	// far above the 150 ms budget.
@@ -421,4 +435,95 @@ func TestKillAndStartNeedACluster(t *testing.T) {
 	if _, errOut, err := e.run("cluster", "kill", "one", "--dir", e.dir); err == nil || !strings.Contains(errOut, "not a non-negative number") {
 		t.Errorf("kill one: %v\n%s", err, errOut)
 	}
+}
+
+// The wizard's --start runs the cluster it wrote, as up --from would.
+func TestInitStartsCluster(t *testing.T) {
+	e := newEnv(t)
+	base, _ := freeBase(t, 2)
+	out := e.mustRun("cluster", "init", "--yes", "--dir", e.dir, "-n", "2", "--base-port", strconv.Itoa(base), "--zookeeper-mode", "embedded", "--start")
+	if !strings.Contains(out, "Summary") || !strings.Contains(out, "controller") {
+		t.Fatalf("init printed:\n%s", out)
+	}
+	s := e.status()
+	if len(s.Brokers) != 2 || !s.Brokers[0].Registered || !s.Brokers[1].Registered || s.Mode != ModeEmbedded {
+		t.Fatalf("status %+v", s)
+	}
+	e.mustRun("cluster", "down", "--dir", e.dir)
+	// up --from reads the same files again.
+	e.mustRun("cluster", "up", "--from", e.dir)
+	if s := e.status(); len(s.Brokers) != 2 || s.Controller < 0 {
+		t.Fatalf("status after up --from %+v", s)
+	}
+}
+
+// --foreground stays until interrupted, then stops the cluster.
+func TestUpForeground(t *testing.T) {
+	e := newEnv(t)
+	base, _ := freeBase(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ktoolBin, "cluster", "up", "--foreground", "--embedded", "-n", "1", "--base-port", strconv.Itoa(base), "--dir", e.dir)
+	cmd.Env = e.vars
+	out, errOut := &lockedBuffer{}, &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	eventually(t, time.Minute, "up to report the cluster and stay", func() error {
+		select {
+		case err := <-exited:
+			t.Fatalf("up --foreground exited: %v\n%s", err, errOut.String())
+		default:
+		}
+		if !strings.Contains(errOut.String(), "Ctrl-C stops the cluster") {
+			return fmt.Errorf("stderr so far:\n%s", errOut.String())
+		}
+		return nil
+	})
+	if s := e.status(); len(s.Brokers) != 1 || !s.Brokers[0].Registered {
+		t.Fatalf("status %+v", s)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("up --foreground: %v\n%s", err, errOut.String())
+		}
+	case <-ctx.Done():
+		t.Fatal("up --foreground did not stop")
+	}
+	st, err := LoadState(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Running() {
+		t.Fatalf("cluster still running after Ctrl-C: %+v", st)
+	}
+	if !strings.Contains(out.String(), "Stopped the supervisor") {
+		t.Fatalf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+	}
+}
+
+// lockedBuffer is a buffer a child process's output can be copied into while
+// the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
