@@ -264,6 +264,12 @@ func experiment(t *testing.T, e *env, upArgs ...string) {
 			t.Fatalf("after kill %d: %+v", leader, s)
 		}
 	}
+	if ids := e.complete("cluster", "start", "--dir", e.dir, ""); len(ids) != 1 || !strings.HasPrefix(ids[0], fmt.Sprintf("%d\t", leader)) {
+		t.Fatalf("start completes %q, want only the killed broker %d", ids, leader)
+	}
+	if ids := e.complete("cluster", "kill", "--dir", e.dir, ""); len(ids) != 2 {
+		t.Fatalf("kill completes %q, want the two running brokers", ids)
+	}
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "seed", Value: []byte("during")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}

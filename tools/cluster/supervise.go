@@ -67,9 +67,10 @@ func runSupervise(ctx context.Context, f *cmdutil.Factory, dir string, stopTimeo
 }
 
 // completeBrokerIDs completes the broker ids of the cluster in *dir: running
-// ones for kill, stopped ones for start. It reads only local files.
+// ones for kill, stopped ones for start. It reads local files and, in the
+// embedded mode, asks the supervisor within the completion budget.
 func completeBrokerIDs(dir *string, running bool) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	return func(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
@@ -77,10 +78,30 @@ func completeBrokerIDs(dir *string, running bool) func(*cobra.Command, []string,
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
+		alive := map[int32]bool{}
+		if st.Mode == ModeEmbedded {
+			if st.Supervisor.Alive() {
+				ctx := context.Background()
+				if cmd != nil && cmd.Context() != nil {
+					ctx = cmd.Context()
+				}
+				ctx, cancel := context.WithTimeout(ctx, cmdutil.CompletionBudget)
+				resp, err := supervisor.Call(ctx, st.Socket, supervisor.Request{Op: supervisor.OpStatus})
+				cancel()
+				if err == nil {
+					for _, b := range resp.Brokers {
+						alive[b.ID] = b.Running
+					}
+				}
+			}
+		} else {
+			for _, b := range st.Brokers {
+				alive[b.ID] = b.Process.Alive()
+			}
+		}
 		var out []string
 		for _, b := range st.Brokers {
-			alive := b.Process.Alive() || st.Mode == ModeEmbedded && st.Supervisor.Alive()
-			if st.Mode == ModeEmbedded || alive == running {
+			if alive[b.ID] == running {
 				out = append(out, fmt.Sprintf("%d\t%s", b.ID, b.Addr))
 			}
 		}

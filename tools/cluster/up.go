@@ -145,9 +145,7 @@ func (o *UpOptions) spec() (setup.Spec, error) {
 	}
 	if changed("num-brokers") || !ok {
 		spec.Brokers = o.Brokers
-		if !ok {
-			spec.FitReplication()
-		}
+		spec.FitReplication()
 	}
 	if changed("base-port") || !ok {
 		spec.BasePort = o.BasePort

@@ -90,12 +90,12 @@ used, and --start starts the cluster.`,
 	fl.IntVar(&s.MinInsyncReplicas, "min-insync-replicas", s.MinInsyncReplicas, "min.insync.replicas")
 	fl.BoolVar(&s.UncleanElection, "unclean-leader-election", s.UncleanElection, "unclean.leader.election.enable")
 	fl.BoolVar(&s.AutoLeaderRebalance, "auto-leader-rebalance", s.AutoLeaderRebalance, "auto.leader.rebalance.enable")
-	fl.StringVar(&s.Assignor, "assignor", s.Assignor, "clients' default assignor: "+strings.Join(Assignors, ", "))
-	fl.StringVar(&s.Compression, "compression", s.Compression, "compression.type: "+strings.Join(Compressions, ", "))
+	fl.StringVar(&s.Assignor, "assignor", s.Assignor, "clients' default assignor: "+strings.Join(Assignors(), ", "))
+	fl.StringVar(&s.Compression, "compression", s.Compression, "compression.type: "+strings.Join(Compressions(), ", "))
 	fl.StringVar(&s.Profile, "profile-name", s.Profile, "profile saved when the cluster is up (\"\": none)")
 	_ = cmd.RegisterFlagCompletionFunc("zookeeper-mode", cobra.FixedCompletions([]string{ZKLocal, ZKExternal, ZKEmbedded}, cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("assignor", cobra.FixedCompletions(Assignors, cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("compression", cobra.FixedCompletions(Compressions, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("assignor", cobra.FixedCompletions(Assignors(), cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("compression", cobra.FixedCompletions(Compressions(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.MarkFlagDirname("dir")
 	return cmd
 }
@@ -313,12 +313,12 @@ func (o *InitOptions) ask(p *prompter) error {
 		s.AutoLeaderRebalance = v
 	}
 	if !o.Changed("assignor") {
-		if err := p.choose(&s.Assignor, "Clients' default partition assignor:", Assignors); err != nil {
+		if err := p.choose(&s.Assignor, "Clients' default partition assignor:", Assignors()); err != nil {
 			return err
 		}
 	}
 	if !o.Changed("compression") {
-		if err := p.choose(&s.Compression, "Compression (compression.type):", Compressions); err != nil {
+		if err := p.choose(&s.Compression, "Compression (compression.type):", Compressions()); err != nil {
 			return err
 		}
 	}

@@ -30,11 +30,13 @@ const (
 	ZKEmbedded = "embedded"
 )
 
-// Assignors and Compressions are the choices for the client defaults.
-var (
-	Assignors    = []string{"range", "roundrobin", "sticky", "cooperative-sticky"}
-	Compressions = []string{"producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"}
-)
+// Assignors lists the choices of the clients' default assignor.
+func Assignors() []string { return []string{"range", "roundrobin", "sticky", "cooperative-sticky"} }
+
+// Compressions lists the choices of compression.type.
+func Compressions() []string {
+	return []string{"producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"}
+}
 
 // SpecFile is the name of the cluster file in a cluster directory.
 const SpecFile = "cluster.yaml"
@@ -139,11 +141,11 @@ func (s Spec) Validate() error {
 	if s.MinInsyncReplicas < 1 || s.MinInsyncReplicas > s.ReplicationFactor {
 		bad("min.insync.replicas must be between 1 and the replication factor (%d), got %d", s.ReplicationFactor, s.MinInsyncReplicas)
 	}
-	if !slices.Contains(Assignors, s.Assignor) {
-		bad("assignor %q: want one of %s", s.Assignor, strings.Join(Assignors, ", "))
+	if !slices.Contains(Assignors(), s.Assignor) {
+		bad("assignor %q: want one of %s", s.Assignor, strings.Join(Assignors(), ", "))
 	}
-	if !slices.Contains(Compressions, s.Compression) {
-		bad("compression %q: want one of %s", s.Compression, strings.Join(Compressions, ", "))
+	if !slices.Contains(Compressions(), s.Compression) {
+		bad("compression %q: want one of %s", s.Compression, strings.Join(Compressions(), ", "))
 	}
 	if strings.ContainsAny(s.Profile, " \t\n/") {
 		bad("profile name %q must not hold spaces or slashes", s.Profile)
@@ -351,20 +353,25 @@ func (s Spec) WriteFiles(dir string) ([]string, error) {
 	return written, nil
 }
 
-// javaAssignors are the Java client's class names of the assignors, so that
+// javaAssignor is the Java client's class name of an assignor, so that
 // client.properties works with Kafka's own tools too.
-var javaAssignors = map[string]string{
-	"range":              "org.apache.kafka.clients.consumer.RangeAssignor",
-	"roundrobin":         "org.apache.kafka.clients.consumer.RoundRobinAssignor",
-	"sticky":             "org.apache.kafka.clients.consumer.StickyAssignor",
-	"cooperative-sticky": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
+func javaAssignor(name string) string {
+	switch name {
+	case "roundrobin":
+		return "org.apache.kafka.clients.consumer.RoundRobinAssignor"
+	case "sticky":
+		return "org.apache.kafka.clients.consumer.StickyAssignor"
+	case "cooperative-sticky":
+		return "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"
+	}
+	return "org.apache.kafka.clients.consumer.RangeAssignor"
 }
 
 // ClientProps are the clients' settings (Kafka's client config names).
 func (s Spec) ClientProps() map[string]string {
 	p := map[string]string{
 		"bootstrap.servers":             strings.Join(s.BrokerAddrs(), ","),
-		"partition.assignment.strategy": javaAssignors[s.Assignor],
+		"partition.assignment.strategy": javaAssignor(s.Assignor),
 	}
 	switch s.Compression {
 	case "producer", "uncompressed":
