@@ -247,6 +247,8 @@ is a terminal.`,
 	fl.Int32Var(&o.FetchMaxBytes, "fetch-max-bytes", 50<<20, "most bytes one fetch response may carry")
 	fl.Int32Var(&o.FetchMaxPartitionBytes, "fetch-max-partition-bytes", 1<<20, "most bytes one partition may add to a fetch response")
 	_ = cmd.MarkFlagRequired("topic")
+	_ = cmd.RegisterFlagCompletionFunc("topic", cmdutil.CompleteTopics(f))
+	_ = cmd.RegisterFlagCompletionFunc("group", cmdutil.CompleteGroups(f))
 	o.Output.Register(cmd)
 	return cmd
 }

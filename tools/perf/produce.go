@@ -323,6 +323,7 @@ stdout is a terminal.`,
 	fl.Int32Var(&o.Partitions, "partitions", -1, "partitions when creating the topic, -1 for the broker default")
 	fl.Int16Var(&o.ReplicationFactor, "replication-factor", -1, "replication factor when creating the topic, -1 for the broker default")
 	_ = cmd.MarkFlagRequired("topic")
+	_ = cmd.RegisterFlagCompletionFunc("topic", cmdutil.CompleteTopics(f))
 	o.Output.Register(cmd)
 	for name, values := range map[string][]string{
 		"acks":        {"all", "1", "0"},
