@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ktoolhq/ktool/internal/zkinstall"
+	"github.com/ktoolhq/ktool/internal/zktest"
 	"github.com/ktoolhq/ktool/tools/cmdutil"
 )
 
@@ -532,4 +533,40 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// With --zookeeper the cluster uses that ZooKeeper and down leaves it alone;
+// a local ZooKeeper already on the port is pointed out instead of started.
+func TestExternalZooKeeper(t *testing.T) {
+	zk := zktest.Start(t)
+	e := newEnv(t)
+	base, _ := freeBase(t, 2)
+	_, port, err := net.SplitHostPort(zk.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, err := e.run("cluster", "up", "--dir", e.dir, "-n", "2", "--base-port", strconv.Itoa(base), "--zookeeper-port", port)
+	if err == nil || !strings.Contains(errOut, "already answers on "+zk.Addr()) || !strings.Contains(errOut, "--zookeeper "+zk.Addr()) {
+		t.Fatalf("up on a busy ZooKeeper port: %v\n%s", err, errOut)
+	}
+	connect := zk.Addr() + "/kc"
+	e.mustRun("cluster", "up", "--dir", e.dir, "-n", "2", "--base-port", strconv.Itoa(base), "--zookeeper", connect)
+	s := e.status()
+	if s.Mode != ModeZooKeeper || s.ZooKeeper != connect || s.ZooKeeperPID != 0 || s.Controller < 0 || len(s.Brokers) != 2 {
+		t.Fatalf("status %+v", s)
+	}
+	cfg, err := cmdutil.LoadConfig(e.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := cfg.Profiles["local"]; p == nil || p.Zookeeper != connect {
+		t.Fatalf("profile %+v", cfg.Profiles["local"])
+	}
+	out := e.mustRun("cluster", "down", "--dir", e.dir)
+	if strings.Contains(out, "ZooKeeper") {
+		t.Fatalf("down touched ZooKeeper:\n%s", out)
+	}
+	if !ruok(context.Background(), zk.Addr()) {
+		t.Fatal("the external ZooKeeper stopped with the cluster")
+	}
 }

@@ -222,6 +222,9 @@ func (o *UpOptions) start(ctx context.Context) (*State, error) {
 			fmt.Fprintf(w, "%v.\nRunning the %d brokers in one process on the embedded coordination store instead.\n", ferr, spec.Brokers)
 		}
 	}
+	if zk := spec.ZooKeeperConnect(); spec.ZooKeeper == setup.ZKLocal && ruok(ctx, zk) {
+		return nil, cmdutil.Usagef("a ZooKeeper already answers on %s: use it with --zookeeper %s, or start another with --zookeeper-port", zk, zk)
+	}
 	if err := spec.CheckPortsFree(); err != nil {
 		return nil, fmt.Errorf("%w (choose others with --base-port, --metrics-base-port or --zookeeper-port)", err)
 	}
