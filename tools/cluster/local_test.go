@@ -421,6 +421,18 @@ func TestUpRejectsBadSpecs(t *testing.T) {
 	}
 }
 
+func TestUpRejectsDirTooLongForSocket(t *testing.T) {
+	e := newEnv(t)
+	dir := filepath.Join(e.dir, strings.Repeat("d", 100))
+	_, errOut, err := e.run("cluster", "up", "--dir", dir, "--embedded", "-n", "1")
+	if err == nil || !strings.Contains(errOut, "use a shorter --dir") {
+		t.Fatalf("err %v\n%s", err, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "cluster.yaml")); err == nil {
+		t.Fatal("files written for a cluster that cannot start")
+	}
+}
+
 func asExit(err error, ee **exec.ExitError) bool {
 	e, ok := err.(*exec.ExitError)
 	*ee = e

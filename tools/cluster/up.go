@@ -222,6 +222,11 @@ func (o *UpOptions) start(ctx context.Context) (*State, error) {
 			fmt.Fprintf(w, "%v.\nRunning the %d brokers in one process on the embedded coordination store instead.\n", ferr, spec.Brokers)
 		}
 	}
+	socket := filepath.Join(o.Dir, "supervisor.sock")
+	// Unix socket paths are limited to about 100 bytes (104 on macOS).
+	if spec.ZooKeeper == setup.ZKEmbedded && len(socket) > 100 {
+		return nil, cmdutil.Usagef("the supervisor's control socket %s would be too long a path for a unix socket; use a shorter --dir", socket)
+	}
 	if zk := spec.ZooKeeperConnect(); spec.ZooKeeper == setup.ZKLocal && ruok(ctx, zk) {
 		return nil, cmdutil.Usagef("a ZooKeeper already answers on %s: use it with --zookeeper %s, or start another with --zookeeper-port", zk, zk)
 	}
@@ -233,7 +238,7 @@ func (o *UpOptions) start(ctx context.Context) (*State, error) {
 	}
 	st := &State{Version: 1, Dir: o.Dir, Mode: ModeZooKeeper, ZooKeeper: spec.ZooKeeperConnect()}
 	if spec.ZooKeeper == setup.ZKEmbedded {
-		st.Mode, st.Socket = ModeEmbedded, filepath.Join(o.Dir, "supervisor.sock")
+		st.Mode, st.Socket = ModeEmbedded, socket
 	}
 	for id := range spec.Brokers {
 		st.Brokers = append(st.Brokers, BrokerRecord{
