@@ -134,7 +134,7 @@ func runWait(ctx context.Context, args []string) error {
 	return until(ctx, *timeout, 100*time.Millisecond, func(ctx context.Context) error {
 		m, err := metadata(ctx, cl, nil, *topic)
 		if err != nil {
-			return err
+			return fmt.Errorf("metadata: %w", err)
 		}
 		if len(m.Brokers) < *live {
 			return fmt.Errorf("%d brokers alive, want %d", len(m.Brokers), *live)
@@ -161,10 +161,10 @@ func runWait(ctx context.Context, args []string) error {
 func allServing(ctx context.Context, cl *kgo.Client, topic string, want int) error {
 	lo, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
 	if err != nil {
-		return err
+		return fmt.Errorf("list offsets: %w", err)
 	}
 	if err := lo.Error(); err != nil {
-		return err
+		return fmt.Errorf("list offsets: %w", err)
 	}
 	n := 0
 	lo.Each(func(kadm.ListedOffset) { n++ })
@@ -343,7 +343,7 @@ func allLed(ctx context.Context, cl *kgo.Client, survivors []int32, topic string
 	for _, id := range survivors {
 		m, err := metadata(ctx, cl, &id, topic)
 		if err != nil {
-			return err
+			return fmt.Errorf("metadata of broker %d: %w", id, err)
 		}
 		ps, err := topicPartitions(m, topic)
 		if err != nil {
@@ -399,6 +399,10 @@ func sameSet(a, b []int32) bool {
 	return slices.Equal(a, b)
 }
 
+// attemptTimeout bounds one call of an until condition, so that one stuck
+// request does not use up the whole wait.
+const attemptTimeout = 10 * time.Second
+
 // until calls f every interval until it returns nil, ctx ends or timeout
 // passes, returning f's last error then.
 func until(ctx context.Context, timeout, interval time.Duration, f func(context.Context) error) error {
@@ -407,7 +411,9 @@ func until(ctx context.Context, timeout, interval time.Duration, f func(context.
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
-		err := f(ctx)
+		actx, acancel := context.WithTimeout(ctx, attemptTimeout)
+		err := f(actx)
+		acancel()
 		if err == nil {
 			return nil
 		}
