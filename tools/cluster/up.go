@@ -74,9 +74,10 @@ Coordination:
 The command returns once every broker is registered and a controller is
 elected; the processes keep running in the background (--foreground stays and
 stops the cluster on Ctrl-C). A profile (default "local") is saved with the
-brokers' addresses. DIR/cluster.yaml (written by ` + "`ktool cluster init`" + `, or by the
-first up) holds the settings; flags given here override it. ` + "`ktool cluster status|kill|start|down`" + `
-then act on the processes recorded in DIR/cluster.json and on nothing else.`,
+brokers' addresses. DIR/cluster.yaml (written by ` + "`ktool cluster init`" + `, or by
+the first up) holds the settings; flags given here override it.
+` + "`ktool cluster status|kill|start|down`" + ` then act on the processes recorded in
+DIR/cluster.json and on nothing else.`,
 		Example: `  ktool cluster up
   ktool cluster up -n 5 --base-port 19092 --dir /tmp/kc
   ktool cluster up --zookeeper localhost:2181/kafka
@@ -113,7 +114,7 @@ then act on the processes recorded in DIR/cluster.json and on nothing else.`,
 	def := setup.DefaultSpec()
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Dir, "dir", DefaultDir(), "cluster directory: settings, logs and data (env KTOOL_CLUSTER_DIR)")
-	fl.StringVar(&from, "from", "", "directory written by `ktool cluster init` (same as --dir)")
+	fl.StringVar(&from, "from", "", "`DIR` written by ktool cluster init (same as --dir)")
 	fl.IntVarP(&opts.Brokers, "num-brokers", "n", def.Brokers, "number of brokers")
 	fl.IntVar(&opts.BasePort, "base-port", def.BasePort, "port of broker 0; broker N listens on base-port+N")
 	fl.IntVar(&opts.MetricsBasePort, "metrics-base-port", def.MetricsBasePort, "metrics port of broker 0 (0: no metrics listener)")
