@@ -103,6 +103,11 @@ func startBroker(t *testing.T, extra ...string) *broker {
 	b := &broker{dir: t.TempDir(), extra: extra}
 	t.Cleanup(func() {
 		b.stop(20 * time.Second)
+		// A recovered handler panic or an error the broker logged is a bug even
+		// when every client call succeeded.
+		if bad := alarming(b.Logs()); bad != "" {
+			t.Errorf("broker logged errors:\n%s", bad)
+		}
 		if t.Failed() {
 			t.Logf("broker log (last lines):\n%s", tail(b.Logs(), 80))
 		}
@@ -315,6 +320,17 @@ func eventually(t testing.TB, total time.Duration, f func() error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// alarming returns the log lines at level ERROR and any panic output.
+func alarming(logs string) string {
+	var out []string
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, "level=ERROR") || strings.HasPrefix(line, "panic:") || strings.HasPrefix(line, "fatal error:") {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 func tail(s string, lines int) string {
