@@ -20,7 +20,7 @@ func NewCommand(f *cmdutil.Factory) *cobra.Command {
 	}
 	cmd.AddCommand(
 		NewHealthCommand(f, nil),
-		setup.NewInitCommand(f, upFromDir(f), DefaultDir(), nil),
+		setup.NewInitCommand(f, localCluster{f}, DefaultDir(), nil),
 		NewUpCommand(f, nil),
 		NewStatusCommand(f, nil),
 		NewDownCommand(f, nil),
@@ -31,16 +31,23 @@ func NewCommand(f *cmdutil.Factory) *cobra.Command {
 	return cmd
 }
 
-// upFromDir starts the cluster defined in dir, as `ktool cluster up --from dir`.
-func upFromDir(f *cmdutil.Factory) setup.StartFunc {
-	return func(ctx context.Context, dir string) error {
-		exe, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("finding the ktool executable: %w", err)
-		}
-		return RunUp(ctx, &UpOptions{
-			Factory: f, Dir: dir, Wait: time.Minute, Executable: exe,
-			Changed: func(string) bool { return false },
-		})
+// localCluster is what `ktool cluster init` needs of the cluster verbs.
+type localCluster struct{ f *cmdutil.Factory }
+
+// Up starts the cluster defined in dir, as `ktool cluster up --from dir`.
+func (c localCluster) Up(ctx context.Context, dir string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding the ktool executable: %w", err)
 	}
+	return RunUp(ctx, &UpOptions{
+		Factory: c.f, Dir: dir, Wait: time.Minute, Executable: exe,
+		Changed: func(string) bool { return false },
+	})
+}
+
+// Running reports whether a process recorded in dir still runs.
+func (localCluster) Running(dir string) bool {
+	st, err := LoadState(dir)
+	return err == nil && st.Running()
 }

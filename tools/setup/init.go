@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,8 +18,13 @@ import (
 	"github.com/ktoolhq/ktool/tools/cmdutil"
 )
 
-// StartFunc starts the cluster whose files are in dir.
-type StartFunc func(ctx context.Context, dir string) error
+// Cluster starts and inspects the local cluster kept in a directory.
+type Cluster interface {
+	// Up starts the cluster defined in dir and waits until it is up.
+	Up(ctx context.Context, dir string) error
+	// Running reports whether a process of the cluster in dir runs.
+	Running(dir string) bool
+}
 
 // InitOptions are the inputs of `ktool cluster init`.
 type InitOptions struct {
@@ -37,14 +41,14 @@ type InitOptions struct {
 	Changed func(flag string) bool
 	// FindZooKeeper looks for a local ZooKeeper installation.
 	FindZooKeeper func() (zkinstall.Install, error)
-	// StartCluster starts the cluster once the files are written.
-	StartCluster StartFunc
+	// Cluster starts the cluster once the files are written (nil: never).
+	Cluster Cluster
 }
 
-// NewInitCommand returns `ktool cluster init`. start runs the cluster when
+// NewInitCommand returns `ktool cluster init`. c starts the cluster when
 // the user asks for it; defaultDir is --dir's default.
-func NewInitCommand(f *cmdutil.Factory, start StartFunc, defaultDir string, runF func(context.Context, *InitOptions) error) *cobra.Command {
-	opts := &InitOptions{Factory: f, Spec: DefaultSpec(), FindZooKeeper: zkinstall.Find, StartCluster: start}
+func NewInitCommand(f *cmdutil.Factory, c Cluster, defaultDir string, runF func(context.Context, *InitOptions) error) *cobra.Command {
+	opts := &InitOptions{Factory: f, Spec: DefaultSpec(), FindZooKeeper: zkinstall.Find, Cluster: c}
 	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Set up a local cluster interactively (or from flags) and write its files",
@@ -164,11 +168,11 @@ func RunInit(ctx context.Context, o *InitOptions) error {
 			return err
 		}
 	}
-	if !start || o.StartCluster == nil {
+	if !start || o.Cluster == nil {
 		fmt.Fprintf(out, "Start it with: ktool cluster up --from %s\n", dir)
 		return nil
 	}
-	return o.StartCluster(ctx, dir)
+	return o.Cluster.Up(ctx, dir)
 }
 
 // resolveZooKeeperFlags turns --zookeeper-mode and --zookeeper into the spec's mode.
@@ -376,7 +380,7 @@ func (o *InitOptions) checkDir(p *prompter) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := os.Stat(filepath.Join(dir, "cluster.json")); err == nil && hasLiveCluster(dir) {
+	if o.Cluster != nil && o.Cluster.Running(dir) {
 		return "", fmt.Errorf("a cluster runs from %s; stop it first with `ktool cluster down --dir %s`", dir, dir)
 	}
 	if _, err := os.Stat(filepath.Join(dir, SpecFile)); err == nil && !o.Force {
@@ -392,22 +396,6 @@ func (o *InitOptions) checkDir(p *prompter) (string, error) {
 		}
 	}
 	return dir, nil
-}
-
-// hasLiveCluster reports whether a broker of the cluster in dir answers; a
-// cheap check that needs nothing from the cluster package.
-func hasLiveCluster(dir string) bool {
-	spec, ok, err := ReadSpec(dir)
-	if err != nil || !ok {
-		return false
-	}
-	for _, addr := range spec.BrokerAddrs() {
-		if conn, err := net.Dial("tcp", addr); err == nil {
-			conn.Close()
-			return true
-		}
-	}
-	return false
 }
 
 func portsFree(host string, base, n int) error {

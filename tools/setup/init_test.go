@@ -32,12 +32,31 @@ type initRun struct {
 	opts    *InitOptions
 	out     string
 	err     error
-	started string // the dir StartCluster was called with
+	started string // the dir the cluster was started from
 }
+
+// fakeCluster records Up and reports running the directories in running.
+type fakeCluster struct {
+	r       *initRun
+	running map[string]bool
+}
+
+func (c fakeCluster) Up(_ context.Context, dir string) error {
+	c.r.started = dir
+	return nil
+}
+
+func (c fakeCluster) Running(dir string) bool { return c.running[dir] }
 
 // runInit parses args as `ktool cluster init` would and runs the wizard on
 // streams that are not a terminal. zk says whether a ZooKeeper is "installed".
 func runInit(t *testing.T, zk bool, args ...string) initRun {
+	t.Helper()
+	return runInitWith(t, zk, nil, args...)
+}
+
+// runInitWith is runInit with the directories where a cluster runs.
+func runInitWith(t *testing.T, zk bool, running map[string]bool, args ...string) initRun {
 	t.Helper()
 	ios, _, out, _ := cmdutil.Test()
 	f := cmdutil.NewFactory(ios, cmdutil.BuildInfo{})
@@ -50,10 +69,7 @@ func runInit(t *testing.T, zk bool, args ...string) initRun {
 			}
 			return zkinstall.Install{}, errors.New("no ZooKeeper installation found")
 		}
-		o.StartCluster = func(_ context.Context, dir string) error {
-			r.started = dir
-			return nil
-		}
+		o.Cluster = fakeCluster{r: &r, running: running}
 		return RunInit(ctx, o)
 	})
 	cmd.SetArgs(args)
@@ -111,6 +127,11 @@ func TestInitUnattended(t *testing.T) {
 	}
 	if r.started != "" || !strings.Contains(r.out, "ktool cluster up --from "+dir) {
 		t.Fatalf("started %q without --start; output:\n%s", r.started, r.out)
+	}
+	// Not while the cluster runs, even with --force.
+	r = runInitWith(t, false, map[string]bool{dir: true}, "--yes", "--dir", dir, "-n", "1", "--base-port", strconv.Itoa(base), "--force")
+	if r.err == nil || !strings.Contains(r.err.Error(), "cluster down") {
+		t.Fatalf("init over a running cluster: %v", r.err)
 	}
 }
 
