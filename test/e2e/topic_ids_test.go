@@ -1,0 +1,119 @@
+package e2e
+
+import (
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// createTopicsV7 sends CreateTopics v7 for one topic with an explicit assignment
+// (partition count and replication factor -1), waiting up to 5 s.
+func createTopicsV7(t testing.TB, rc *rawConn, topic string, assignment map[int32][]int32) kmsg.CreateTopicsResponseTopic {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version = 7
+	req.TimeoutMillis = 5000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic = topic
+	rt.NumPartitions, rt.ReplicationFactor = -1, -1
+	for p, replicas := range assignment {
+		ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		ra.Partition, ra.Replicas = p, replicas
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := rc.Request(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.(*kmsg.CreateTopicsResponse).Topics[0]
+}
+
+func deleteTopicByID(t testing.TB, rc *rawConn, id [16]byte) int16 {
+	t.Helper()
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	del.Version = 6
+	del.TimeoutMillis = 30000
+	dt := kmsg.NewDeleteTopicsRequestTopic()
+	dt.TopicID = id
+	del.Topics = append(del.Topics, dt)
+	resp, err := rc.Request(del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.(*kmsg.DeleteTopicsResponse).Topics[0].ErrorCode
+}
+
+// TestCreateTopicsReplicaAssignment: an explicit assignment is honoured; one that
+// skips a partition or names a broker that does not exist is refused at once
+// (Kafka: INVALID_REPLICA_ASSIGNMENT, "Unknown broker(s) in replica assignment").
+func TestCreateTopicsReplicaAssignment(t *testing.T) {
+	b := startBroker(t)
+	rc := dialRaw(t, b.Addr())
+	if r := createTopicsV7(t, rc, "assigned", map[int32][]int32{0: {0}, 1: {0}}); r.ErrorCode != 0 {
+		t.Fatalf("create with an explicit assignment: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	eventually(t, 30*time.Second, func() error {
+		return topicReady(metadataFor(t, rc, 9, false, "assigned"), "assigned", 2)
+	})
+	if r := createTopicsV7(t, rc, "gap-assignment", map[int32][]int32{0: {0}, 2: {0}}); r.ErrorCode != kerr.InvalidReplicaAssignment.Code {
+		t.Errorf("assignment skipping partition 1: %v, want INVALID_REPLICA_ASSIGNMENT", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := createTopicsV7(t, rc, "twice-assignment", map[int32][]int32{0: {0, 0}}); r.ErrorCode != kerr.InvalidReplicaAssignment.Code {
+		t.Errorf("assignment naming broker 0 twice: %v, want INVALID_REPLICA_ASSIGNMENT", kerr.ErrorForCode(r.ErrorCode))
+	}
+	if r := createTopicsV7(t, rc, "unknown-broker", map[int32][]int32{0: {5}}); r.ErrorCode != kerr.InvalidReplicaAssignment.Code {
+		t.Errorf("assignment to broker 5: %v, want INVALID_REPLICA_ASSIGNMENT", kerr.ErrorForCode(r.ErrorCode))
+	}
+}
+
+// TestTopicIDs: a DeleteTopics v6 entry with neither name nor id must not delete
+// anything; topics get a non-zero id that stays across restarts (KIP-516), and
+// DeleteTopics v6 deletes by it.
+func TestTopicIDs(t *testing.T) {
+	b := startBroker(t)
+	adm := b.Admin(t)
+	createTopic(t, adm, "keep-1", 1, nil)
+	createTopic(t, adm, "keep-2", 1, nil)
+	rc := dialRaw(t, b.Addr())
+	if code := deleteTopicByID(t, rc, [16]byte{}); code == 0 {
+		t.Errorf("DeleteTopics v6 with a zero id and no name succeeded")
+	}
+	td, err := adm.ListTopics(testCtx(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !td.Has("keep-1") || !td.Has("keep-2") {
+		t.Errorf("a DeleteTopics with a zero id deleted a topic: left %v", td.Names())
+	}
+
+	if r := createTopicsV7(t, rc, "with-id", map[int32][]int32{0: {0}}); r.ErrorCode != 0 {
+		t.Fatalf("CreateTopics v7: %v", kerr.ErrorForCode(r.ErrorCode))
+	} else if r.TopicID == ([16]byte{}) {
+		t.Error("CreateTopics v7 answered a zero topic id")
+	}
+	eventually(t, 30*time.Second, func() error {
+		return topicReady(metadataFor(t, rc, 11, false, "with-id"), "with-id", 1)
+	})
+	id := metadataFor(t, rc, 11, false, "with-id").Topics[0].TopicID
+	if id == ([16]byte{}) {
+		t.Fatal("Metadata v11 has a zero topic id")
+	}
+	b.Stop(t)
+	b.Restart(t)
+	rc = dialRaw(t, b.Addr())
+	if got := metadataFor(t, rc, 11, false, "with-id").Topics[0].TopicID; got != id {
+		t.Fatalf("topic id %x after restart, was %x", got, id)
+	}
+	if code := deleteTopicByID(t, rc, id); code != 0 {
+		t.Fatalf("DeleteTopics v6 by id: %v", kerr.ErrorForCode(code))
+	}
+	if td, err := adm.ListTopics(testCtx(t, 10*time.Second)); err != nil || td.Has("with-id") {
+		t.Fatalf("topic deleted by id is still listed (%v)", err)
+	}
+	if code := deleteTopicByID(t, rc, id); code != kerr.UnknownTopicID.Code {
+		t.Errorf("deleting an unknown id: %v, want UNKNOWN_TOPIC_ID", kerr.ErrorForCode(code))
+	}
+}
