@@ -47,8 +47,9 @@ func deleteTopicByID(t testing.TB, rc *rawConn, id [16]byte) int16 {
 }
 
 // TestCreateTopicsReplicaAssignment: an explicit assignment is honoured; one that
-// skips a partition or names a broker that does not exist is refused at once
-// (Kafka: INVALID_REPLICA_ASSIGNMENT, "Unknown broker(s) in replica assignment").
+// skips a partition or repeats a broker is refused, as is an assignment together
+// with a partition count. (An unknown broker in a CreateTopics assignment is not
+// checked in Kafka's ZooKeeper mode either; CreatePartitions does check it.)
 func TestCreateTopicsReplicaAssignment(t *testing.T) {
 	b := startBroker(t)
 	rc := dialRaw(t, b.Addr())
@@ -64,8 +65,41 @@ func TestCreateTopicsReplicaAssignment(t *testing.T) {
 	if r := createTopicsV7(t, rc, "twice-assignment", map[int32][]int32{0: {0, 0}}); r.ErrorCode != kerr.InvalidReplicaAssignment.Code {
 		t.Errorf("assignment naming broker 0 twice: %v, want INVALID_REPLICA_ASSIGNMENT", kerr.ErrorForCode(r.ErrorCode))
 	}
-	if r := createTopicsV7(t, rc, "unknown-broker", map[int32][]int32{0: {5}}); r.ErrorCode != kerr.InvalidReplicaAssignment.Code {
-		t.Errorf("assignment to broker 5: %v, want INVALID_REPLICA_ASSIGNMENT", kerr.ErrorForCode(r.ErrorCode))
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version = 7
+	req.TimeoutMillis = 5000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "both", 2, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Partition, ra.Replicas = 0, []int32{0}
+	rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+	req.Topics = append(req.Topics, rt)
+	resp, err := rc.Request(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code != kerr.InvalidRequest.Code {
+		t.Errorf("partition count and an assignment together: %v, want INVALID_REQUEST", kerr.ErrorForCode(code))
+	}
+
+	cp := kmsg.NewPtrCreatePartitionsRequest()
+	cp.Version = 1
+	cp.TimeoutMillis = 5000
+	ct := kmsg.NewCreatePartitionsRequestTopic()
+	ct.Topic, ct.Count = "assigned", 3
+	ca := kmsg.NewCreatePartitionsRequestTopicAssignment()
+	ca.Replicas = []int32{5}
+	ct.Assignment = append(ct.Assignment, ca)
+	cp.Topics = append(cp.Topics, ct)
+	cresp, err := rc.Request(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := cresp.(*kmsg.CreatePartitionsResponse).Topics[0].ErrorCode; code != kerr.InvalidReplicaAssignment.Code {
+		t.Errorf("new partition assigned to broker 5: %v, want INVALID_REPLICA_ASSIGNMENT", kerr.ErrorForCode(code))
+	}
+	if m := metadataFor(t, rc, 9, false, "assigned"); topicReady(m, "assigned", 2) != nil {
+		t.Errorf("refused CreatePartitions changed the topic: %v", topicReady(m, "assigned", 2))
 	}
 }
 
