@@ -22,7 +22,7 @@ usage() {
 	cat <<'EOF2'
 usage: scripts/bench/cluster.sh [options]
 
-  -n, --records N              records per throughput run, 100-byte values (default 1000000)
+  -n, --records N              records per throughput run, 100-byte values (default 3000000)
   -p, --partitions P           partitions of the throughput topics (default 6)
   -f, --failover-partitions N  partitions of the failover topic, RF=3 (default 1000)
   -r, --rounds R               SIGKILL and SIGTERM measurements each (default 3)
@@ -36,7 +36,7 @@ MB = 2^20 bytes.
 EOF2
 }
 
-records=1000000
+records=3000000
 partitions=6
 failover_partitions=1000
 rounds=3
@@ -112,11 +112,13 @@ json_num() {
 # kv KEY FILE prints the value of a key=value line.
 kv() { awk -F= -v k="$1" '$1 == k { print $2; exit }' "$2"; }
 
-# free_port prints a TCP port on 127.0.0.1 that nothing listens on.
+# free_port prints a TCP port on 127.0.0.1 that nothing listens on, below
+# Linux's ephemeral range (32768 and up) so that no outgoing connection
+# holds it.
 free_port() {
 	local port
 	for _ in $(seq 1 100); do
-		port=$((20000 + RANDOM % 20000))
+		port=$((20000 + RANDOM % 12000))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
 			echo "$port"
 			return 0
