@@ -10,6 +10,12 @@ package broker
 // has the records (high watermark past them) or timeout_ms passes; an ISR smaller
 // than min.insync.replicas gives NOT_ENOUGH_REPLICAS before the append and
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND if it shrank during the wait.
+//
+// ApiVersions lists Produce from v0 although v0-v2 (message sets v0/v1) are
+// refused: librdkafka only compresses with gzip, snappy or lz4 when the broker's
+// range includes v0, and otherwise silently sends uncompressed batches. Kafka 4.0
+// does the same for the same reason (KAFKA-18659). Nothing sends v0-v2 to a broker
+// that also offers v3 and above.
 
 import (
 	"context"
@@ -24,7 +30,12 @@ import (
 	"github.com/ktoolhq/ktool/broker/replica"
 )
 
-func init() { register(0, 3, 9, handleProduce) }
+func init() {
+	register(0, 3, 9, handleProduce)
+	a := apis[0]
+	a.advertisedMin = 0
+	apis[0] = a
+}
 
 type pendingAck struct {
 	p      *replica.Partition

@@ -11,11 +11,13 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/broker/config"
+	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/broker/protocol"
 )
 
@@ -52,6 +54,10 @@ func handleCreateTopics(b *Broker, rc *reqCtx, r kmsg.Request, respond func(prot
 			switch {
 			case seen[t.Topic] > 1:
 				err = kerr.InvalidRequest
+			case b.topicExists(ctx, t.Topic):
+				// Checked before any other validation, as Kafka does: "ensure the
+				// topic exists" callers rely on TOPIC_ALREADY_EXISTS.
+				err = fmt.Errorf("%w: Topic '%s' already exists.", kerr.TopicAlreadyExists, t.Topic)
 			case t.Topic == offsetsTopic:
 				err = kerr.InvalidRequest
 			default:
@@ -96,6 +102,15 @@ func handleCreateTopics(b *Broker, rc *reqCtx, r kmsg.Request, respond func(prot
 		}
 		respond(protocol.Response{Msg: resp})
 	}()
+}
+
+// topicExists reports whether the topic is in the metadata or the store.
+func (b *Broker) topicExists(ctx context.Context, topic string) bool {
+	if _, _, _, ok := b.meta.topic(topic); ok {
+		return true
+	}
+	ok, _, err := b.Store().Exists(ctx, zkdata.TopicPath(topic))
+	return err == nil && ok
 }
 
 func anyLeaderless(parts map[int32]partitionMeta) bool {

@@ -15,14 +15,16 @@ type handler func(b *Broker, rc *reqCtx, req kmsg.Request, respond func(protocol
 type api struct {
 	key      int16
 	min, max int16
-	handle   handler
+	// advertisedMin, when below min, is what ApiVersions lists (see 00_produce.go).
+	advertisedMin int16
+	handle        handler
 }
 
 // apis is filled by the init functions of the NN_*.go files and never changed after.
 var apis = map[int16]api{}
 
 func register(key, min, max int16, h handler) {
-	apis[key] = api{key: key, min: min, max: max, handle: h}
+	apis[key] = api{key: key, min: min, max: max, advertisedMin: min, handle: h}
 }
 
 // apiKeys lists what this broker serves, for ApiVersions.
@@ -30,7 +32,7 @@ func apiKeys() []kmsg.ApiVersionsResponseApiKey {
 	out := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis))
 	for _, a := range apis {
 		k := kmsg.NewApiVersionsResponseApiKey()
-		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.min, a.max
+		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.advertisedMin, a.max
 		out = append(out, k)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ApiKey < out[j].ApiKey })

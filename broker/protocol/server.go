@@ -326,6 +326,11 @@ func (c *Conn) writeLoop() {
 			}
 		}
 		if s.resp.None {
+			// Nothing to send (acks=0), but answers before it may still sit in
+			// the buffer.
+			if len(c.queue) == 0 && bw.Flush() != nil {
+				return
+			}
 			continue
 		}
 		hdr = AppendResponseHeader(hdr[:0], s.h)
