@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"bytes"
+	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -128,5 +131,41 @@ func TestListOffsets(t *testing.T) {
 	}
 	if o, ok := after.Lookup(topic, 0); !ok || o.Err != nil || o.Offset != 2 {
 		t.Errorf("kadm ListOffsetsAfterMilli(2500): %+v, want offset 2", o)
+	}
+}
+
+// TestListOffsetsInsideCompressedBatch: a timestamp lookup finds the first record
+// at or after the timestamp even inside a compressed batch, where the broker must
+// look into the records rather than the batch header.
+func TestListOffsetsInsideCompressedBatch(t *testing.T) {
+	b := startBroker(t)
+	adm := b.Admin(t)
+	for _, c := range codecs[1:] {
+		t.Run(c.name, func(t *testing.T) {
+			topic := "ts-" + c.name
+			createTopic(t, adm, topic, 1, nil)
+			prod := b.Client(t, kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(c.codec), kgo.ProducerLinger(50*time.Millisecond))
+			ctx := testCtx(t, 30*time.Second)
+			var rs []*kgo.Record
+			for _, ts := range []int64{10000, 30000, 20000, 25000} {
+				rs = append(rs, &kgo.Record{Value: bytes.Repeat([]byte("z"), 200), Timestamp: time.UnixMilli(ts)})
+			}
+			if err := prod.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+			if attr, err := firstBatchAttributes(filepath.Join(b.Dir(), topic+"-0", fmt.Sprintf("%020d.log", 0))); err != nil || attr&7 != c.attr {
+				t.Fatalf("records not stored as one %s batch: attributes %d, %v", c.name, attr, err)
+			}
+			rc := dialRaw(t, b.Addr())
+			for _, q := range []struct{ ts, offset, stamp int64 }{{15000, 1, 30000}, {22000, 1, 30000}, {30000, 1, 30000}, {5000, 0, 10000}} {
+				p := listOffset(t, rc, 4, topic, q.ts)
+				if p.ErrorCode != 0 || p.Offset != q.offset || p.Timestamp != q.stamp {
+					t.Errorf("ts %d: %v, offset %d at %d; want offset %d at %d", q.ts, kerr.ErrorForCode(p.ErrorCode), p.Offset, p.Timestamp, q.offset, q.stamp)
+				}
+			}
+			if p := listOffset(t, rc, 7, topic, -3); p.ErrorCode != 0 || p.Timestamp != 30000 {
+				t.Errorf("max timestamp: %v, offset %d at %d; want timestamp 30000", kerr.ErrorForCode(p.ErrorCode), p.Offset, p.Timestamp)
+			}
+		})
 	}
 }
