@@ -22,4 +22,4 @@ bench:
 	scripts/bench/bench.sh
 
 snapshot:
-	go run github.com/goreleaser/goreleaser/v2@latest release --snapshot --clean --config goreleaser.yaml
+	go run github.com/goreleaser/goreleaser/v2@v2.15.1 release --snapshot --clean --config goreleaser.yaml
