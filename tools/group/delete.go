@@ -32,8 +32,9 @@ type DeleteOptions struct {
 func NewDeleteCommand(f *cmdutil.Factory, runF func(context.Context, *DeleteOptions) error) *cobra.Command {
 	opts := &DeleteOptions{Factory: f}
 	cmd := &cobra.Command{
-		Use:   "delete GROUP...",
-		Short: "Delete consumer groups and their committed offsets",
+		Use:               "delete GROUP...",
+		ValidArgsFunction: cmdutil.CompleteGroups(f),
+		Short:             "Delete consumer groups and their committed offsets",
 		Long: `Delete consumer groups with their committed offsets. Only groups without
 members can be deleted: stop the consumers first.`,
 		Example: `  ktool group delete audit old-audit`,

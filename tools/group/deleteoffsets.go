@@ -35,8 +35,9 @@ type DeleteOffsetsOptions struct {
 func NewDeleteOffsetsCommand(f *cmdutil.Factory, runF func(context.Context, *DeleteOffsetsOptions) error) *cobra.Command {
 	opts := &DeleteOffsetsOptions{Factory: f}
 	cmd := &cobra.Command{
-		Use:   "delete-offsets GROUP --topic TOPIC[:PARTITION,...]...",
-		Short: "Delete a group's committed offsets for some topics or partitions",
+		Use:               "delete-offsets GROUP --topic TOPIC[:PARTITION,...]...",
+		ValidArgsFunction: cmdutil.CompleteFirstArg(cmdutil.CompleteGroups(f)),
+		Short:             "Delete a group's committed offsets for some topics or partitions",
 		Long: `Delete the committed offsets of GROUP for whole topics or some partitions.
 The cluster refuses it for topics the group's members are subscribed to.`,
 		Example: `  ktool group delete-offsets audit --topic orders

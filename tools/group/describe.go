@@ -26,8 +26,9 @@ type DescribeOptions struct {
 func NewDescribeCommand(f *cmdutil.Factory, runF func(context.Context, *DescribeOptions) error) *cobra.Command {
 	opts := &DescribeOptions{Factory: f}
 	cmd := &cobra.Command{
-		Use:   "describe GROUP... | --all",
-		Short: "Show a group's state, members, committed offsets and lag",
+		Use:               "describe GROUP... | --all",
+		ValidArgsFunction: cmdutil.CompleteGroups(f),
+		Short:             "Show a group's state, members, committed offsets and lag",
 		Long: `Describe consumer groups: state, protocol type and assignor (protocol), the
 coordinator, each member (member id, client id, host, subscription and
 assigned partitions) and, per partition, the committed offset, the log end

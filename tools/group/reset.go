@@ -56,8 +56,9 @@ func NewResetOffsetsCommand(f *cmdutil.Factory, runF func(context.Context, *Rese
 		toDatetime, byDuration                  string
 	)
 	cmd := &cobra.Command{
-		Use:   "reset-offsets GROUP (--all-topics | --topic T[:P,...]...) --to-...",
-		Short: "Move a group's committed offsets (a plan by default, applied with --execute)",
+		Use:               "reset-offsets GROUP (--all-topics | --topic T[:P,...]...) --to-...",
+		ValidArgsFunction: cmdutil.CompleteFirstArg(cmdutil.CompleteGroups(f)),
+		Short:             "Move a group's committed offsets (a plan by default, applied with --execute)",
 		Long: `Move the committed offsets of GROUP, as kafka-consumer-groups.sh --reset-offsets
 does. Say where with exactly one of --to-earliest, --to-latest, --to-offset N,
 --to-datetime T, --by-duration D (that long before now), --shift-by N (from
