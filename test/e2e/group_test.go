@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -137,4 +139,55 @@ func TestConsumerGroupCommitsSurviveKill(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestStandaloneOffsetCommits: tools and groupless consumers commit offsets for a
+// group with no members (generation -1); the offsets are kept across a SIGKILL,
+// and a commit for a partition that does not exist is refused.
+func TestStandaloneOffsetCommits(t *testing.T) {
+	b := startBroker(t, "--override", "offsets.topic.num.partitions=3")
+	adm := b.Admin(t)
+	const topic, group = "standalone", "tooling"
+	createTopic(t, adm, topic, 2, nil)
+	ctx := testCtx(t, time.Minute)
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: 5, LeaderEpoch: -1, Metadata: "m0"})
+	offs.Add(kadm.Offset{Topic: topic, Partition: 1, At: 9, LeaderEpoch: -1})
+	resp, err := adm.CommitOffsets(ctx, group, offs)
+	if err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if err := resp.Error(); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	check := func(when string) {
+		t.Helper()
+		got, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			t.Fatalf("fetch %s: %v", when, err)
+		}
+		for p, want := range map[int32]int64{0: 5, 1: 9} {
+			o, ok := got.Lookup(topic, p)
+			if !ok || o.Err != nil || o.At != want {
+				t.Errorf("%s: %s/%d committed %+v, want %d", when, topic, p, o, want)
+			}
+		}
+		if o, _ := got.Lookup(topic, 0); o.Metadata != "m0" {
+			t.Errorf("%s: metadata %q, want m0", when, o.Metadata)
+		}
+	}
+	check("after commit")
+	b.Kill(t)
+	b.Restart(t)
+	check("after SIGKILL and restart")
+
+	bad := kadm.Offsets{}
+	bad.Add(kadm.Offset{Topic: topic, Partition: 7, At: 1, LeaderEpoch: -1})
+	resp, err = adm.CommitOffsets(ctx, group, bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := resp.Lookup(topic, 7); !ok || !errors.Is(o.Err, kerr.UnknownTopicOrPartition) {
+		t.Errorf("commit for partition 7 of a 2-partition topic: %+v, want UNKNOWN_TOPIC_OR_PARTITION", o)
+	}
 }
