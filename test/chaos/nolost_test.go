@@ -1,7 +1,8 @@
 package chaos
 
-// TestNoAcknowledgedWriteLost and TestNoAcknowledgedWriteLostUnsettled run
-// short versions in CI (20 kills each):
+// TestNoAcknowledgedWriteLost (20 kills), TestNoAcknowledgedWriteLostUnsettled
+// and TestNoAcknowledgedWriteLostPaused (10 each) run in CI, in parallel,
+// in about 4 minutes:
 //
 //	go test ./test/chaos -run TestNoAcknowledgedWriteLost -v
 //
@@ -61,7 +62,7 @@ func testContext(t *testing.T, budget time.Duration) context.Context {
 // broker is back in every ISR and the producer has made progress before the
 // next one.
 func TestNoAcknowledgedWriteLost(t *testing.T) {
-	noAcknowledgedWriteLost(t, "/chaos1", faultKill, true)
+	noAcknowledgedWriteLost(t, "/chaos1", faultKill, true, 20)
 }
 
 // TestNoAcknowledgedWriteLostUnsettled kills the next broker as soon as the
@@ -70,7 +71,7 @@ func TestNoAcknowledgedWriteLost(t *testing.T) {
 // replica returns, and leaders are elected from short ISRs, all of which
 // must keep every acknowledged record.
 func TestNoAcknowledgedWriteLostUnsettled(t *testing.T) {
-	noAcknowledgedWriteLost(t, "/chaos2", faultKill, false)
+	noAcknowledgedWriteLost(t, "/chaos2", faultKill, false, 10)
 }
 
 // TestNoAcknowledgedWriteLostPaused freezes a broker with SIGSTOP until its
@@ -80,7 +81,7 @@ func TestNoAcknowledgedWriteLostUnsettled(t *testing.T) {
 // must acknowledge none of them, and it must register again and rejoin the
 // ISRs.
 func TestNoAcknowledgedWriteLostPaused(t *testing.T) {
-	noAcknowledgedWriteLost(t, "/chaos3", faultPause, true)
+	noAcknowledgedWriteLost(t, "/chaos3", faultPause, true, 10)
 }
 
 // fault is what happens to the victim broker.
@@ -91,11 +92,15 @@ const (
 	faultPause              // SIGSTOP until the broker is gone, then SIGCONT
 )
 
-func noAcknowledgedWriteLost(t *testing.T, chroot string, f fault, settle bool) {
+// noAcknowledgedWriteLost runs defaultKills faults, or KTOOL_CHAOS_KILLS.
+// The tests run in parallel: most of their time is spent waiting for
+// sessions to expire.
+func noAcknowledgedWriteLost(t *testing.T, chroot string, f fault, settle bool, defaultKills int64) {
 	if testing.Short() {
 		t.Skip("process-level chaos test: minutes long; runs without -short")
 	}
-	kills := int(envInt(t, "KTOOL_CHAOS_KILLS", 20))
+	t.Parallel()
+	kills := int(envInt(t, "KTOOL_CHAOS_KILLS", defaultKills))
 	seed := uint64(envInt(t, "KTOOL_CHAOS_SEED", time.Now().UnixNano()))
 	t.Logf("%d kills, KTOOL_CHAOS_SEED=%d", kills, seed)
 	ctx := testContext(t, time.Duration(kills)*time.Minute+5*time.Minute)
