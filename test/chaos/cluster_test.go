@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -51,21 +52,23 @@ type brokerProc struct {
 	err   error
 }
 
-// baseOverrides are the settings every chaos cluster runs with: quick
+// brokerOverrides are the settings every chaos cluster runs with: quick
 // session expiry and ISR shrink, and min.insync.replicas=2 so acks=all
 // means two copies.
-var baseOverrides = []string{
-	"zookeeper.session.timeout.ms=6000",
-	"replica.lag.time.max.ms=5000",
-	"min.insync.replicas=2",
-	"default.replication.factor=3",
-	"unclean.leader.election.enable=false",
+func brokerOverrides() []string {
+	return []string{
+		"zookeeper.session.timeout.ms=6000",
+		"replica.lag.time.max.ms=5000",
+		"min.insync.replicas=2",
+		"default.replication.factor=3",
+		"unclean.leader.election.enable=false",
+	}
 }
 
 // newCluster starts a ZooKeeper and n brokers (ids 1..n) under chroot and
 // waits until all are ready. Everything is stopped when the test ends, and
 // the tail of each broker's log is printed if it failed.
-func newCluster(t *testing.T, n int, chroot string, overrides ...string) *cluster {
+func newCluster(t *testing.T, n int, chroot string) *cluster {
 	t.Helper()
 	bin := ktoolBinary(t)
 	zks := zktest.Start(t)
@@ -74,7 +77,7 @@ func newCluster(t *testing.T, n int, chroot string, overrides ...string) *cluste
 		bin:       bin,
 		zk:        zks.Addr() + chroot,
 		dir:       t.TempDir(),
-		overrides: append(slices.Clone(baseOverrides), overrides...),
+		overrides: brokerOverrides(),
 		ports:     map[int32]int{},
 		procs:     map[int32]*brokerProc{},
 		clients:   map[int32]*kgo.Client{},
@@ -96,13 +99,21 @@ func newCluster(t *testing.T, n int, chroot string, overrides ...string) *cluste
 	return c
 }
 
+// freePort finds a port on 127.0.0.1 below Linux's ephemeral range (32768
+// and up), so that no outgoing connection takes it while its broker is down
+// between a kill and a restart.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	var err error
+	for range 100 {
+		port := 20000 + rand.IntN(12768)
+		var l net.Listener
+		l, err = net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err == nil {
+			l.Close()
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no free port below 32768: %w", err)
 }
 
 // ids lists the broker ids, sorted.
