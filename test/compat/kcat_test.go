@@ -611,3 +611,53 @@ func TestKcatIdempotentFailover(t *testing.T) {
 		}
 	}
 }
+
+// TestKcatControllerFailoverAcksAll kills the controller and produces at once
+// with librdkafka's defaults (not idempotent, acks=all, retries on timeout) to
+// partitions where the dead controller was a follower. As in Kafka, the new
+// controller must take the dead broker out of those ISRs at failover: otherwise
+// acks=all waits for replica.lag.time.max.ms (30 s, Kafka's default), librdkafka
+// gives up on the request after request.timeout.ms and sends the batch again, and
+// the records are stored twice.
+func TestKcatControllerFailoverAcksAll(t *testing.T) {
+	kcat := needKcat(t)
+	c := startCluster(t, 3, "replica.lag.time.max.ms=30000")
+	addrs := c.Addrs()
+	createTopic(t, addrs, "cfo", 3, 3, nil)
+	ctx := testCtx(t, 3*time.Minute)
+	md, err := adminClient(t, addrs).Metadata(ctx, "cfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	controller := md.Controller
+	followerOf := 0
+	for _, p := range md.Topics["cfo"].Partitions {
+		if p.Leader != controller && slices.Contains(p.ISR, controller) {
+			followerOf++
+		}
+	}
+	if followerOf == 0 {
+		t.Fatalf("controller %d follows no partition of cfo: %+v", controller, md.Topics["cfo"].Partitions)
+	}
+	c.broker(controller).Kill()
+
+	var in strings.Builder
+	for i := range 60 {
+		fmt.Fprintf(&in, "k%d:v%d\n", i, i)
+	}
+	run(ctx, t, []byte(in.String()), kcat, "-b", addrs, "-P", "-t", "cfo", "-K:",
+		"-X", "enable.idempotence=false", "-X", "acks=all", "-X", "request.timeout.ms=15000")
+	recs := fetchAll(t, addrs, "cfo")
+	seen := map[string]int{}
+	for _, r := range recs {
+		seen[string(r.Value)]++
+	}
+	for i := range 60 {
+		if v := "v" + strconv.Itoa(i); seen[v] != 1 {
+			t.Errorf("%s stored %d times, want once", v, seen[v])
+		}
+	}
+	if len(recs) != 60 {
+		t.Errorf("%d records stored, want 60", len(recs))
+	}
+}

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -227,22 +229,33 @@ type cluster struct {
 }
 
 // startCluster starts a ZooKeeper (skipping the test without one, failing with
-// CI=true) and n brokers with Kafka's replication defaults raised to n.
-func startCluster(t *testing.T, n int) *cluster {
+// CI=true) and n brokers with Kafka's replication defaults raised to n. overrides
+// (key=value) replace the settings below or add to them.
+func startCluster(t *testing.T, n int, overrides ...string) *cluster {
 	t.Helper()
 	zk := zktest.Start(t)
-	chroot := "/compat"
+	settings := map[string]string{
+		"zookeeper.session.timeout.ms":     "6000",
+		"replica.lag.time.max.ms":          "5000",
+		"group.initial.rebalance.delay.ms": "0",
+		"default.replication.factor":       strconv.Itoa(n),
+		"offsets.topic.replication.factor": strconv.Itoa(n),
+		"min.insync.replicas":              "2",
+	}
+	for _, o := range overrides {
+		k, v, ok := strings.Cut(o, "=")
+		if !ok {
+			t.Fatalf("override %q is not key=value", o)
+		}
+		settings[k] = v
+	}
+	args := []string{"--zookeeper", zk.Addr() + "/compat"}
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
+		args = append(args, "--override", k+"="+settings[k])
+	}
 	c := &cluster{}
 	for id := int32(0); id < int32(n); id++ {
-		c.brokers = append(c.brokers, newBroker(t, id,
-			"--zookeeper", zk.Addr()+chroot,
-			"--override", "zookeeper.session.timeout.ms=6000",
-			"--override", "replica.lag.time.max.ms=5000",
-			"--override", "group.initial.rebalance.delay.ms=0",
-			"--override", "default.replication.factor="+strconv.Itoa(n),
-			"--override", "offsets.topic.replication.factor="+strconv.Itoa(n),
-			"--override", "min.insync.replicas=2",
-		))
+		c.brokers = append(c.brokers, newBroker(t, id, args...))
 	}
 	return c
 }
