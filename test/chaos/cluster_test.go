@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -451,9 +452,10 @@ func poll(ctx context.Context, timeout time.Duration, f func(context.Context) er
 
 // createTopic creates topic and waits until every partition has a leader
 // and a full ISR.
-func createTopic(ctx context.Context, t *testing.T, adm *kadm.Client, topic string, partitions int32, rf int16) {
+func (c *cluster) createTopic(ctx context.Context, topic string, partitions int32, rf int16) {
+	t := c.t
 	t.Helper()
-	resp, err := adm.CreateTopic(ctx, partitions, rf, nil, topic)
+	resp, err := c.admin().CreateTopic(ctx, partitions, rf, nil, topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -461,32 +463,39 @@ func createTopic(ctx context.Context, t *testing.T, adm *kadm.Client, topic stri
 		t.Fatalf("create topic %s: %v", topic, err)
 	}
 	if err := poll(ctx, 60*time.Second, func(ctx context.Context) error {
-		return fullISR(ctx, adm, topic, int(partitions))
+		return c.fullISR(ctx, topic, int(partitions))
 	}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// fullISR is nil when topic has want partitions, each with a leader and
-// ISR == replicas.
-func fullISR(ctx context.Context, adm *kadm.Client, topic string, want int) error {
-	m, err := adm.Metadata(ctx, topic)
-	if err != nil {
-		return err
-	}
-	td, ok := m.Topics[topic]
-	if !ok || td.Err != nil {
-		return fmt.Errorf("topic %s: not in metadata (%v)", topic, td.Err)
-	}
-	if len(td.Partitions) != want {
-		return fmt.Errorf("topic %s: %d partitions in metadata, want %d", topic, len(td.Partitions), want)
-	}
-	for _, p := range td.Partitions.Sorted() {
-		if p.Err != nil || p.Leader < 0 {
-			return fmt.Errorf("%s-%d: leader %d (%v)", topic, p.Partition, p.Leader, p.Err)
+// fullISR is nil when every broker's own metadata shows topic with want
+// partitions, each with a leader and ISR == replicas. Every broker is asked
+// because a broker that was frozen answers from its stale cache until the
+// controller updates it.
+func (c *cluster) fullISR(ctx context.Context, topic string, want int) error {
+	for _, id := range c.ids() {
+		m, err := c.brokerMetadata(ctx, id, topic)
+		if err != nil {
+			return fmt.Errorf("metadata of broker %d: %w", id, err)
 		}
-		if !sameSet(p.ISR, p.Replicas) {
-			return fmt.Errorf("%s-%d: isr %v, replicas %v", topic, p.Partition, p.ISR, p.Replicas)
+		if len(m.Topics) != 1 {
+			return fmt.Errorf("broker %d: %d topics in metadata, want 1", id, len(m.Topics))
+		}
+		td := m.Topics[0]
+		if err := kerr.ErrorForCode(td.ErrorCode); err != nil {
+			return fmt.Errorf("broker %d: topic %s: %w", id, topic, err)
+		}
+		if len(td.Partitions) != want {
+			return fmt.Errorf("broker %d: topic %s: %d partitions, want %d", id, topic, len(td.Partitions), want)
+		}
+		for _, p := range td.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil || p.Leader < 0 {
+				return fmt.Errorf("broker %d: %s-%d: leader %d (%v)", id, topic, p.Partition, p.Leader, err)
+			}
+			if !sameSet(p.ISR, p.Replicas) {
+				return fmt.Errorf("broker %d: %s-%d: isr %v, replicas %v", id, topic, p.Partition, p.ISR, p.Replicas)
+			}
 		}
 	}
 	return nil

@@ -107,7 +107,7 @@ func noAcknowledgedWriteLost(t *testing.T, chroot string, f fault, settle bool, 
 
 	c := newCluster(t, 3, chroot)
 	adm := c.admin()
-	createTopic(ctx, t, adm, chaosTopic, chaosPartitions, 3)
+	c.createTopic(ctx, chaosTopic, chaosPartitions, 3)
 
 	prod := newProducer(c, chaosTopic, chaosPartitions, 3*time.Minute)
 	stop := make(chan struct{})
@@ -173,7 +173,7 @@ func noAcknowledgedWriteLost(t *testing.T, chroot string, f fault, settle bool, 
 			continue
 		}
 		if err := poll(ctx, 2*time.Minute, func(ctx context.Context) error {
-			return fullISR(ctx, adm, chaosTopic, chaosPartitions)
+			return c.fullISR(ctx, chaosTopic, chaosPartitions)
 		}); err != nil {
 			t.Errorf("kill %d: broker %d did not rejoin the ISRs: %v", i+1, victim, err)
 			break
@@ -211,7 +211,7 @@ func noAcknowledgedWriteLost(t *testing.T, chroot string, f fault, settle bool, 
 	}
 
 	if err := poll(ctx, 2*time.Minute, func(ctx context.Context) error {
-		return fullISR(ctx, adm, chaosTopic, chaosPartitions)
+		return c.fullISR(ctx, chaosTopic, chaosPartitions)
 	}); err != nil {
 		t.Fatalf("ISRs not full after the run: %v", err)
 	}

@@ -30,7 +30,7 @@ func TestControlledShutdownMovesLeaders(t *testing.T) {
 	ctx := testContext(t, 5*time.Minute)
 	c := newCluster(t, 3, "/shutdown1")
 	adm := c.admin()
-	createTopic(ctx, t, adm, topic, partitions, 3)
+	c.createTopic(ctx, topic, partitions, 3)
 
 	m, err := adm.Metadata(ctx, topic)
 	if err != nil {
