@@ -42,7 +42,7 @@ func brokerStillWorks(t *testing.T, b *broker, topic, after string) {
 	if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
 		t.Fatalf("produce after %s: %v", after, err)
 	}
-	got := consumeRange(t, b, topic, 0, r.Offset, 1)
+	got := consumeRange(t, b, topic, r.Partition, r.Offset, 1)
 	if string(got[0].Value) != "after "+after {
 		t.Fatalf("consumed %q after %s", got[0].Value, after)
 	}
