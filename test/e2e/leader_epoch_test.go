@@ -72,6 +72,26 @@ func TestLeaderEpochsAcrossRestart(t *testing.T) {
 		t.Errorf("current epoch ahead of the leader: %v, want UNKNOWN_LEADER_EPOCH", kerr.ErrorForCode(p.ErrorCode))
 	}
 
+	// Fetch and ListOffsets check the client's view of the leader epoch too.
+	req := fetchRequest(topic, 0, 0)
+	req.Topics[0].Partitions[0].CurrentLeaderEpoch = e0 + 1
+	resp, err := rc.Request(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.UnknownLeaderEpoch.Code {
+		t.Errorf("fetch with a current epoch ahead of the leader: %v, want UNKNOWN_LEADER_EPOCH", kerr.ErrorForCode(code))
+	}
+	lo := listOffsetsRequest(topic, -1)
+	lo.Topics[0].Partitions[0].CurrentLeaderEpoch = e0 + 1
+	resp, err = rc.Request(lo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.UnknownLeaderEpoch.Code {
+		t.Errorf("ListOffsets with a current epoch ahead of the leader: %v, want UNKNOWN_LEADER_EPOCH", kerr.ErrorForCode(code))
+	}
+
 	b.Stop(t)
 	b.Restart(t)
 	rc = dialRaw(t, b.Addr())
