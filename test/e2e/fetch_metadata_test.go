@@ -237,3 +237,49 @@ func TestMetadataAutoCreationDisabled(t *testing.T) {
 		t.Fatalf("partition dir of a topic that must not exist: %v", err)
 	}
 }
+
+// TestMetadataTopicSelection: a null topic list asks for every topic (v1+), an empty
+// one for none, except in v0 where empty means all; brokers are listed either way.
+func TestMetadataTopicSelection(t *testing.T) {
+	b := startBroker(t)
+	adm := b.Admin(t)
+	createTopic(t, adm, "sel-a", 1, nil)
+	createTopic(t, adm, "sel-b", 2, nil)
+	rc := dialRaw(t, b.Addr())
+	ask := func(version int16, topics []kmsg.MetadataRequestTopic) *kmsg.MetadataResponse {
+		t.Helper()
+		req := kmsg.NewPtrMetadataRequest()
+		req.Version = version
+		req.Topics = topics
+		resp, err := rc.Request(req)
+		if err != nil {
+			t.Fatalf("Metadata v%d: %v", version, err)
+		}
+		return resp.(*kmsg.MetadataResponse)
+	}
+	names := func(m *kmsg.MetadataResponse) map[string]bool {
+		out := map[string]bool{}
+		for _, tp := range m.Topics {
+			if tp.Topic != nil {
+				out[*tp.Topic] = true
+			}
+		}
+		return out
+	}
+	for _, v := range []int16{1, 4, 9, 11} {
+		all := ask(v, nil)
+		if n := names(all); !n["sel-a"] || !n["sel-b"] {
+			t.Errorf("v%d with a null topic list: %v, want every topic", v, n)
+		}
+		if len(all.Brokers) != 1 {
+			t.Errorf("v%d: %d brokers", v, len(all.Brokers))
+		}
+		none := ask(v, []kmsg.MetadataRequestTopic{})
+		if len(none.Topics) != 0 || len(none.Brokers) != 1 {
+			t.Errorf("v%d with an empty topic list: %d topics and %d brokers, want none and 1", v, len(none.Topics), len(none.Brokers))
+		}
+	}
+	if n := names(ask(0, []kmsg.MetadataRequestTopic{})); !n["sel-a"] || !n["sel-b"] {
+		t.Errorf("v0 with an empty topic list: %v, want every topic", n)
+	}
+}
