@@ -318,3 +318,65 @@ func TestClusterMetadata(t *testing.T) {
 		t.Errorf("DescribeCluster %+v disagrees with Metadata %+v", dc, m)
 	}
 }
+
+// TestProduceMixedResults: one Produce request for several topics and partitions,
+// some of them bad, gets an answer per partition; the good ones are appended.
+func TestProduceMixedResults(t *testing.T) {
+	b := startBroker(t, "--override", "auto.create.topics.enable=false")
+	adm := b.Admin(t)
+	createTopic(t, adm, "mix-a", 2, nil)
+	createTopic(t, adm, "mix-b", 1, map[string]*string{"max.message.bytes": kadm.StringPtr("100")})
+	batch := func(size int) []byte {
+		return encodeBatch(-1, -1, -1, time.Now().UnixMilli(), batchRecord{value: bytes.Repeat([]byte("m"), size)})
+	}
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = 8
+	req.Acks = -1
+	req.TimeoutMillis = 10000
+	add := func(topic string, partition int32, records []byte) {
+		i := 0
+		for i < len(req.Topics) && req.Topics[i].Topic != topic {
+			i++
+		}
+		if i == len(req.Topics) {
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = topic
+			req.Topics = append(req.Topics, rt)
+		}
+		p := kmsg.NewProduceRequestTopicPartition()
+		p.Partition, p.Records = partition, records
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+	}
+	add("mix-a", 0, batch(10))
+	add("mix-a", 1, batch(10))
+	add("mix-a", 9, batch(10))
+	add("mix-b", 0, batch(500))
+	add("mix-none", 0, batch(10))
+	resp, err := dialRaw(t, b.Addr()).Request(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int16{
+		"mix-a/0":    0,
+		"mix-a/1":    0,
+		"mix-a/9":    kerr.UnknownTopicOrPartition.Code,
+		"mix-b/0":    kerr.MessageTooLarge.Code,
+		"mix-none/0": kerr.UnknownTopicOrPartition.Code,
+	}
+	got := map[string]int16{}
+	for _, rt := range resp.(*kmsg.ProduceResponse).Topics {
+		for _, p := range rt.Partitions {
+			got[fmt.Sprintf("%s/%d", rt.Topic, p.Partition)] = p.ErrorCode
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("per-partition errors %v, want %v", got, want)
+	}
+	end, err := endOffsets(testCtx(t, 10*time.Second), adm, "mix-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end[0] != 1 || end[1] != 1 {
+		t.Fatalf("mix-a end offsets %v, want 1 and 1", end)
+	}
+}
