@@ -91,6 +91,9 @@ func (b *Broker) markForDeletion(ctx context.Context, topic string) error {
 }
 
 func (b *Broker) topicNameByID(id [16]byte) string {
+	if id == ([16]byte{}) {
+		return "" // the zero id names no topic (UNKNOWN_TOPIC_ID)
+	}
 	for _, t := range b.meta.topicNames() {
 		if _, _, tid, ok := b.meta.topic(t); ok && tid == id {
 			return t

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/base64"
 	"slices"
 	"time"
 
@@ -145,6 +146,7 @@ func (c *Controller) leaderAndIsr(tps []TP, to []int32, isNew bool) {
 			if !ok {
 				ts := kmsg.NewLeaderAndISRRequestTopicState()
 				ts.Topic = tp.Topic
+				ts.TopicID = c.topicID(tp.Topic)
 				req.TopicStates = append(req.TopicStates, ts)
 				i = len(req.TopicStates) - 1
 				idx[tp.Topic] = i
@@ -191,6 +193,7 @@ func (c *Controller) sendUpdateMetadata() {
 		if !ok {
 			ts := kmsg.NewUpdateMetadataRequestTopicState()
 			ts.Topic = tp.Topic
+			ts.TopicID = c.topicID(tp.Topic)
 			topics = append(topics, ts)
 			i = len(topics) - 1
 			idx[tp.Topic] = i
@@ -255,4 +258,14 @@ func (c *Controller) sendStopReplica(b int32, tps []TP, del bool) {
 		req.Topics[i].PartitionStates = append(req.Topics[i].PartitionStates, ps)
 	}
 	s.send(req)
+}
+
+// topicID is a topic's id (KIP-516) as bytes; zero when the topic has none.
+func (c *Controller) topicID(topic string) [16]byte {
+	var id [16]byte
+	raw, err := base64.RawURLEncoding.DecodeString(c.assignments[topic].TopicID)
+	if err == nil && len(raw) == 16 {
+		copy(id[:], raw)
+	}
+	return id
 }
