@@ -24,9 +24,34 @@ func ReadFrame(r io.Reader, maxSize int32) ([]byte, error) {
 	if n < 0 || n > maxSize {
 		return nil, fmt.Errorf("%w: %d bytes (limit %d)", ErrFrameTooLarge, n, maxSize)
 	}
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return nil, err
+	return readBody(r, int(n))
+}
+
+// eagerFrame is the largest frame whose buffer is allocated before its bytes
+// arrive; a larger one grows as data comes in, so a connection that announces
+// 100 MiB and sends nothing holds 1 MiB, not 100.
+const eagerFrame = 1 << 20
+
+func readBody(r io.Reader, n int) ([]byte, error) {
+	if n <= eagerFrame {
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, err
+		}
+		return buf, nil
+	}
+	buf := make([]byte, 0, eagerFrame)
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			next := make([]byte, len(buf), min(n, 2*cap(buf)))
+			copy(next, buf)
+			buf = next
+		}
+		m, err := io.ReadFull(r, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			return nil, err
+		}
 	}
 	return buf, nil
 }
