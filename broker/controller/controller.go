@@ -315,9 +315,11 @@ func (c *Controller) onBrokersFailed(dead []int32) {
 			touched = append(touched, tp)
 		}
 	}
-	changed := c.electOffline(touched, false)
-	changed = append(changed, c.removeDeadFromIsr(touched)...)
-	c.sendLeaderAndIsr(uniqueTPs(changed), nil)
+	// New leaders first, so clients are served again as early as possible; the
+	// ISR clean-up of partitions that kept their leader follows.
+	c.sendLeaderAndIsr(c.electOffline(touched, false), nil)
+	c.sendUpdateMetadata()
+	c.sendLeaderAndIsr(c.removeDeadFromIsr(touched), nil)
 	c.sendUpdateMetadata()
 }
 
@@ -1020,17 +1022,6 @@ func (c *Controller) watchPreferred() {
 	_ = c.store.Delete(c.ctx, zkdata.PreferredReplicaElectionPath, -1)
 }
 
-func uniqueTPs(tps []TP) []TP {
-	seen := map[TP]bool{}
-	var out []TP
-	for _, tp := range tps {
-		if !seen[tp] {
-			seen[tp] = true
-			out = append(out, tp)
-		}
-	}
-	return out
-}
 
 // BrokerEndpoint returns a live broker's host:port.
 func (c *Controller) brokerAddr(id int32) (string, bool) {
