@@ -1022,7 +1022,7 @@ func (c *Controller) watchPreferred() {
 	_ = c.store.Delete(c.ctx, zkdata.PreferredReplicaElectionPath, -1)
 }
 
-// BrokerEndpoint returns a live broker's host:port.
+// brokerAddr returns a live broker's host:port.
 func (c *Controller) brokerAddr(id int32) (string, bool) {
 	info, ok := c.brokers[id]
 	if !ok {

@@ -241,56 +241,71 @@ func (m *Manager) BecomeLeaderOrFollower(controllerEpoch int32, updates []Leader
 	for _, e := range leaders {
 		addrs[e.ID] = e.Addr
 	}
-	errs := map[TP]error{}
+	// Partitions are applied in parallel: becoming leader writes the leader
+	// epoch checkpoint with an fsync, and a failover touches hundreds of them.
+	errs := make(map[TP]error, len(updates))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
 	for _, u := range updates {
-		if !slices.Contains(u.State.Replicas, m.cfg.BrokerID) {
-			errs[u.TP] = kerr.UnknownTopicOrPartition
-			continue
-		}
-		p := m.Get(u.TP)
-		if p == nil {
-			var err error
-			p, err = m.open(u.TP, filepath.Join(m.pickDir(), u.TP.String()))
-			if err != nil {
-				m.logger.Error("creating partition", "partition", u.TP.String(), "err", err)
-				errs[u.TP] = kerr.KafkaStorageError
-				continue
-			}
-		}
-		cur := p.State()
-		if cur.LeaderEpoch >= 0 && u.State.LeaderEpoch < cur.LeaderEpoch {
-			errs[u.TP] = kerr.StaleControllerEpoch
-			continue
-		}
-		if cur.LeaderEpoch == u.State.LeaderEpoch && cur.Leader == u.State.Leader && p.IsLeader() == (u.State.Leader == m.cfg.BrokerID) {
-			// Same epoch: only the ISR or AR may have changed (e.g. reassignment).
-			p.mu.Lock()
-			p.state.ISR, p.state.Replicas, p.state.ZkVersion = u.State.ISR, u.State.Replicas, u.State.ZkVersion
-			p.mu.Unlock()
-			errs[u.TP] = nil
-			continue
-		}
-		if u.State.Leader == m.cfg.BrokerID {
-			m.removeFromFetchers(u.TP)
-			p.makeLeader(u.State)
-			m.logger.Info("became leader", "topic", u.TP.Topic, "partition", u.TP.Partition,
-				"leader_epoch", u.State.LeaderEpoch, "isr", u.State.ISR)
-		} else {
-			m.removeFromFetchers(u.TP)
-			p.makeFollower(u.State)
-			if u.State.Leader >= 0 {
-				if addr, ok := addrs[u.State.Leader]; ok {
-					m.addToFetcher(u.State.Leader, addr, p)
-				} else {
-					m.logger.Warn("leader endpoint unknown; not fetching", "partition", u.TP.String(), "leader", u.State.Leader)
-				}
-			}
-			m.logger.Info("became follower", "topic", u.TP.Topic, "partition", u.TP.Partition,
-				"leader", u.State.Leader, "leader_epoch", u.State.LeaderEpoch)
-		}
-		errs[u.TP] = nil
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			err := m.apply(u, addrs)
+			<-sem
+			mu.Lock()
+			errs[u.TP] = err
+			mu.Unlock()
+		}()
 	}
+	wg.Wait()
 	return errs, nil
+}
+
+// apply makes this broker leader or follower of one partition.
+func (m *Manager) apply(u LeaderUpdate, addrs map[int32]string) error {
+	if !slices.Contains(u.State.Replicas, m.cfg.BrokerID) {
+		return kerr.UnknownTopicOrPartition
+	}
+	p := m.Get(u.TP)
+	if p == nil {
+		var err error
+		p, err = m.open(u.TP, filepath.Join(m.pickDir(), u.TP.String()))
+		if err != nil {
+			m.logger.Error("creating partition", "partition", u.TP.String(), "err", err)
+			return kerr.KafkaStorageError
+		}
+	}
+	cur := p.State()
+	if cur.LeaderEpoch >= 0 && u.State.LeaderEpoch < cur.LeaderEpoch {
+		return kerr.StaleControllerEpoch
+	}
+	if cur.LeaderEpoch == u.State.LeaderEpoch && cur.Leader == u.State.Leader && p.IsLeader() == (u.State.Leader == m.cfg.BrokerID) {
+		// Same epoch: only the ISR or AR may have changed (e.g. reassignment).
+		p.mu.Lock()
+		p.state.ISR, p.state.Replicas, p.state.ZkVersion = u.State.ISR, u.State.Replicas, u.State.ZkVersion
+		p.mu.Unlock()
+		return nil
+	}
+	m.removeFromFetchers(u.TP)
+	if u.State.Leader == m.cfg.BrokerID {
+		p.makeLeader(u.State)
+		m.logger.Info("became leader", "topic", u.TP.Topic, "partition", u.TP.Partition,
+			"leader_epoch", u.State.LeaderEpoch, "isr", u.State.ISR)
+		return nil
+	}
+	p.makeFollower(u.State)
+	if u.State.Leader >= 0 {
+		if addr, ok := addrs[u.State.Leader]; ok {
+			m.addToFetcher(u.State.Leader, addr, p)
+		} else {
+			m.logger.Warn("leader endpoint unknown; not fetching", "partition", u.TP.String(), "leader", u.State.Leader)
+		}
+	}
+	m.logger.Info("became follower", "topic", u.TP.Topic, "partition", u.TP.Partition,
+		"leader", u.State.Leader, "leader_epoch", u.State.LeaderEpoch)
+	return nil
 }
 
 // StopReplica stops replicating tp and, with del, deletes its log.
