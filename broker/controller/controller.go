@@ -600,17 +600,20 @@ func (c *Controller) update(tp TP, compute func(st *PartitionState) (zkdata.Lead
 func (c *Controller) stateWriteFailed(tp TP, err error) {
 	var me *coord.MultiError
 	if errors.As(err, &me) && me.Index == 0 {
-		c.log.Error("controller epoch changed: another controller took over; resigning", "err", err)
-		_ = c.store.Delete(context.WithoutCancel(c.ctx), zkdata.ControllerPath, -1)
+		// A newer controller bumped /controller_epoch: this one is a zombie. Its
+		// elector sees /controller owned by another session and stops it.
+		c.log.Error("controller epoch changed: another controller took over", "err", err)
 		return
 	}
 	if errors.Is(err, coord.ErrBadVersion) {
-		// A leader changed the ISR meanwhile: re-read and let the caller try again later.
+		// A leader changed the ISR at the same moment: re-read, the caller retries.
 		if data, st, gerr := c.store.Get(c.ctx, zkdata.PartitionStatePath(tp.Topic, tp.Partition)); gerr == nil {
 			if li, derr := zkdata.DecodeLeaderIsr(data, st.Version); derr == nil {
 				c.states[tp].LeaderIsr = li
 			}
 		}
+		c.log.Debug("partition state write lost a version race", "partition", tp.String(), "err", err)
+		return
 	}
 	c.log.Warn("partition state write failed", "partition", tp.String(), "err", err)
 }
@@ -854,6 +857,9 @@ func (c *Controller) controlledShutdown(id int32, epoch int64) ([]TP, error) {
 			})
 			if moved {
 				changed = append(changed, tp)
+				// It now follows: stop it, or the new leader would take it back
+				// into the ISR before it exits.
+				stopFollow = append(stopFollow, tp)
 			}
 			continue
 		}
@@ -873,7 +879,13 @@ func (c *Controller) controlledShutdown(id int32, epoch int64) ([]TP, error) {
 		}
 		stopFollow = append(stopFollow, tp)
 	}
-	c.sendLeaderAndIsr(changed, nil)
+	var others []int32
+	for b := range c.brokers {
+		if b != id {
+			others = append(others, b)
+		}
+	}
+	c.sendLeaderAndIsr(changed, others)
 	c.sendStopReplica(id, stopFollow, false)
 	c.sendUpdateMetadata()
 	c.publish()
