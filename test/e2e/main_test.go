@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +19,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ktoolhq/ktool/internal/testbin"
 )
 
 // ktoolBin is the binary under test: $KTOOL_E2E_BIN when set (a prebuilt binary,
@@ -32,23 +33,13 @@ var (
 
 func TestMain(m *testing.M) {
 	if bin := os.Getenv("KTOOL_E2E_BIN"); bin != "" {
-		ktoolBin = bin
-		m.Run()
-		return
+		os.Setenv("KTOOL_TEST_BIN", bin)
 	}
-	dir, err := os.MkdirTemp("", "ktool-e2e-")
-	if err != nil {
-		buildErr = err
-	} else {
-		defer os.RemoveAll(dir)
-		ktoolBin = filepath.Join(dir, "ktool")
-		// No -race: the broker under test runs at its real speed.
-		out, err := exec.Command("go", "build", "-o", ktoolBin, "github.com/ktoolhq/ktool/cmd/ktool").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("building ktool: %v\n%s", err, out)
-		}
-	}
-	m.Run()
+	var cleanup func()
+	ktoolBin, cleanup, buildErr = testbin.Build()
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
 }
 
 // short reports whether the reduced data volumes apply (-short or CI=true), unless

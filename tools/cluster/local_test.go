@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/ktoolhq/ktool/internal/testbin"
 	"github.com/ktoolhq/ktool/internal/zkinstall"
 	"github.com/ktoolhq/ktool/internal/zktest"
 	"github.com/ktoolhq/ktool/tools/cmdutil"
@@ -32,20 +33,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "ktool-cluster-test-")
-	if err != nil {
-		buildErr = err
-	} else {
-		ktoolBin = filepath.Join(dir, "ktool")
-		out, err := exec.Command("go", "build", "-o", ktoolBin, "github.com/ktoolhq/ktool/cmd/ktool").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("building ktool: %v\n%s", err, out)
-		}
-	}
+	var cleanup func()
+	ktoolBin, cleanup, buildErr = testbin.Build()
 	code := m.Run()
-	if dir != "" {
-		os.RemoveAll(dir)
-	}
+	cleanup()
 	os.Exit(code)
 }
 

@@ -3,7 +3,6 @@ package setup
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"os"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/ktoolhq/ktool/internal/testbin"
 )
 
 // ktoolBin is the binary the terminal test drives, built by TestMain.
@@ -25,20 +26,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "ktool-setup-test-")
-	if err != nil {
-		buildErr = err
-	} else {
-		ktoolBin = filepath.Join(dir, "ktool")
-		out, err := exec.Command("go", "build", "-o", ktoolBin, "github.com/ktoolhq/ktool/cmd/ktool").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("building ktool: %v\n%s", err, out)
-		}
-	}
+	var cleanup func()
+	ktoolBin, cleanup, buildErr = testbin.Build()
 	code := m.Run()
-	if dir != "" {
-		os.RemoveAll(dir)
-	}
+	cleanup()
 	os.Exit(code)
 }
 
