@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // jsLine is one line printed by kafkajs/compat.js.
@@ -506,6 +508,43 @@ func TestKafkajsGroupSplit(t *testing.T) {
 		}
 		return nil
 	})
+
+	// DescribeGroups with both members live: kafkajs decodes each member's
+	// subscription and assignment from the bytes the broker stored.
+	var dg struct {
+		Groups []struct {
+			ErrorCode    int    `json:"errorCode"`
+			State        string `json:"state"`
+			ProtocolType string `json:"protocolType"`
+			Protocol     string `json:"protocol"`
+			Members      []struct {
+				ClientID string `json:"clientId"`
+				Metadata struct {
+					Topics []string `json:"topics"`
+				} `json:"metadata"`
+				Assignment map[string][]int32 `json:"assignment"`
+			} `json:"members"`
+		} `json:"groups"`
+	}
+	js.run(ctx, t, "groups", addrs, "jssplit-group", "jssplit", "0")["describeGroups"].result(t, &dg)
+	if len(dg.Groups) != 1 || dg.Groups[0].ErrorCode != 0 || dg.Groups[0].State != "Stable" || dg.Groups[0].ProtocolType != "consumer" ||
+		dg.Groups[0].Protocol != "RoundRobinAssigner" || len(dg.Groups[0].Members) != 2 {
+		t.Fatalf("describeGroups: %+v", dg)
+	}
+	var described [][]int32
+	for _, m := range dg.Groups[0].Members {
+		if m.ClientID != "compat-consumer" || !slices.Equal(m.Metadata.Topics, []string{"jssplit"}) {
+			t.Errorf("member %+v", m)
+		}
+		ps := slices.Clone(m.Assignment["jssplit"])
+		slices.Sort(ps)
+		described = append(described, ps)
+	}
+	if !slices.ContainsFunc(described, func(ps []int32) bool { return slices.Equal(ps, ownA) }) ||
+		!slices.ContainsFunc(described, func(ps []int32) bool { return slices.Equal(ps, ownB) }) {
+		t.Errorf("describeGroups assignments %v, members hold %v and %v", described, ownA, ownB)
+	}
+
 	a.stop(t)
 	bc.stop(t)
 
@@ -532,5 +571,65 @@ func TestKafkajsGroupSplit(t *testing.T) {
 	}
 	if c, e := committed(t, addrs, "jssplit-group", "jssplit"), endOffsets(t, addrs, "jssplit"); !reflect.DeepEqual(c, e) {
 		t.Errorf("committed %v, want the end offsets %v", c, e)
+	}
+}
+
+// TestKafkajsCoordinatorFailover kills the broker coordinating a kafkajs group:
+// the consumer must find the new coordinator (kafkajs restarts its consumer when
+// the dead broker leaves the metadata) and go on reading and committing, so every
+// record is read at least once and the final commits reach the end offsets.
+func TestKafkajsCoordinatorFailover(t *testing.T) {
+	js := newKafkajs(t)
+	c := startCluster(t, 3)
+	addrs := c.Addrs()
+	createTopic(t, addrs, "jscf", 3, 3, nil)
+	ctx := testCtx(t, 3*time.Minute)
+	produce := func(from, to int) {
+		t.Helper()
+		cl := kgoClient(t, addrs, kgo.DefaultProduceTopic("jscf"))
+		for i := from; i < to; i++ {
+			// Until the dead broker's partitions have new leaders, franz-go may
+			// give up on a record; it is idempotent, so sending again is safe.
+			eventually(t, time.Minute, func() error {
+				return cl.ProduceSync(ctx, &kgo.Record{Key: []byte("k" + strconv.Itoa(i)), Value: []byte("v" + strconv.Itoa(i))}).FirstErr()
+			})
+		}
+	}
+	distinct := func(cons *jsConsumer) map[string]bool {
+		out := map[string]bool{}
+		for _, m := range cons.messages() {
+			out[*m.Key] = true
+		}
+		return out
+	}
+
+	cons := js.startConsumer(ctx, t, addrs, "jscf", "jscf-group", "1000")
+	produce(0, 30)
+	eventually(t, time.Minute, func() error {
+		if n := len(distinct(cons)); n < 30 {
+			return fmt.Errorf("read %d of 30", n)
+		}
+		return nil
+	})
+	groups, err := adminClient(t, addrs).DescribeGroups(ctx, "jscf-group")
+	if err != nil {
+		t.Fatal(err)
+	}
+	coordinator := groups["jscf-group"].Coordinator.NodeID
+	c.broker(coordinator).Kill()
+
+	produce(30, 60)
+	eventually(t, 90*time.Second, func() error {
+		if n := len(distinct(cons)); n < 60 {
+			return fmt.Errorf("read %d of 60 after the coordinator (broker %d) died", n, coordinator)
+		}
+		return nil
+	})
+	cons.stop(t)
+	if l, _ := cons.finished(); l.Step != "done" {
+		t.Fatalf("consumer ended with %+v\n%s", l, tail(cons.stderr.String(), 20))
+	}
+	if got, ends := committed(t, addrs, "jscf-group", "jscf"), endOffsets(t, addrs, "jscf"); !reflect.DeepEqual(got, ends) {
+		t.Errorf("committed %v, want the end offsets %v", got, ends)
 	}
 }

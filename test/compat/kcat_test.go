@@ -429,32 +429,43 @@ func (m *kcatMember) log() string {
 	return m.stderr.String()
 }
 
-// committed returns the group's committed offsets for topic, by partition.
+// committed returns the group's committed offsets for topic, by partition. Like
+// endOffsets it retries while a dead broker is still named in the metadata.
 func committed(t testing.TB, addrs, group, topic string) map[int32]int64 {
 	t.Helper()
-	ctx := testCtx(t, 30*time.Second)
-	resp, err := adminClient(t, addrs).FetchOffsets(ctx, group)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx := testCtx(t, time.Minute)
 	out := map[int32]int64{}
-	resp.Each(func(o kadm.OffsetResponse) {
-		if o.Topic == topic && o.Err == nil {
-			out[o.Partition] = o.At
+	eventually(t, time.Minute, func() error {
+		resp, err := adminClient(t, addrs).FetchOffsets(ctx, group)
+		if err != nil {
+			return err
 		}
+		clear(out)
+		resp.Each(func(o kadm.OffsetResponse) {
+			if o.Topic == topic && o.Err == nil {
+				out[o.Partition] = o.At
+			}
+		})
+		return nil
 	})
 	return out
 }
 
 func endOffsets(t testing.TB, addrs, topic string) map[int32]int64 {
 	t.Helper()
-	ctx := testCtx(t, 30*time.Second)
-	ends, err := adminClient(t, addrs).ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx := testCtx(t, time.Minute)
 	out := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+	eventually(t, time.Minute, func() error {
+		ends, err := adminClient(t, addrs).ListEndOffsets(ctx, topic)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err != nil {
+			return err
+		}
+		ends.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+		return nil
+	})
 	return out
 }
 
@@ -560,11 +571,7 @@ func TestKcatIdempotentFailover(t *testing.T) {
 	addrs := c.Addrs()
 	createTopic(t, addrs, "fo", 1, 3, nil)
 	ctx := testCtx(t, 3*time.Minute)
-	md, err := adminClient(t, addrs).Metadata(ctx, "fo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	leader := md.Topics["fo"].Partitions[0].Leader
+	leader := topicMetadata(t, addrs, "fo", 1).Topics["fo"].Partitions[0].Leader
 
 	cmd := exec.CommandContext(ctx, kcat, "-b", addrs, "-P", "-t", "fo", "-p", "0",
 		"-X", "enable.idempotence=true", "-X", "acks=all", "-X", "linger.ms=0")
@@ -625,10 +632,7 @@ func TestKcatControllerFailoverAcksAll(t *testing.T) {
 	addrs := c.Addrs()
 	createTopic(t, addrs, "cfo", 3, 3, nil)
 	ctx := testCtx(t, 3*time.Minute)
-	md, err := adminClient(t, addrs).Metadata(ctx, "cfo")
-	if err != nil {
-		t.Fatal(err)
-	}
+	md := topicMetadata(t, addrs, "cfo", 3)
 	controller := md.Controller
 	followerOf := 0
 	for _, p := range md.Topics["cfo"].Partitions {

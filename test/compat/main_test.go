@@ -197,7 +197,9 @@ func newBroker(t *testing.T, id int32, args ...string) *broker {
 	t.Helper()
 	b := &broker{id: id, dir: t.TempDir(), args: args, logs: &syncBuffer{}}
 	t.Cleanup(func() {
+		start := time.Now()
 		b.signal(syscall.SIGTERM, 30*time.Second)
+		t.Logf("broker %d stopped in %v", id, time.Since(start).Round(time.Millisecond))
 		if t.Failed() {
 			t.Logf("broker %d log (last lines):\n%s", id, tail(b.logs.String(), 60))
 		}
@@ -241,6 +243,9 @@ func startCluster(t *testing.T, n int, overrides ...string) *cluster {
 		"default.replication.factor":       strconv.Itoa(n),
 		"offsets.topic.replication.factor": strconv.Itoa(n),
 		"min.insync.replicas":              "2",
+		// The last broker standing cannot hand its leaderships to anyone; as in
+		// Kafka it retries controlled shutdown with this backoff before stopping.
+		"controlled.shutdown.retry.backoff.ms": "200",
 	}
 	for _, o := range overrides {
 		k, v, ok := strings.Cut(o, "=")
@@ -328,6 +333,32 @@ func createTopic(t testing.TB, addrs, topic string, partitions int32, replicatio
 	}
 }
 
+// topicMetadata returns the cluster's metadata once it lists partitions of
+// topic, each with a leader. Brokers learn of a new topic through UpdateMetadata,
+// so the one asked may not know it yet.
+func topicMetadata(t testing.TB, addrs, topic string, partitions int) kadm.Metadata {
+	t.Helper()
+	ctx := testCtx(t, 30*time.Second)
+	var md kadm.Metadata
+	eventually(t, 30*time.Second, func() error {
+		var err error
+		if md, err = adminClient(t, addrs).Metadata(ctx, topic); err != nil {
+			return err
+		}
+		ps := md.Topics[topic].Partitions
+		if len(ps) != partitions {
+			return fmt.Errorf("metadata lists %d partitions of %s, want %d", len(ps), topic, partitions)
+		}
+		for _, p := range ps {
+			if p.Leader < 0 || p.Err != nil {
+				return fmt.Errorf("%s[%d]: leader %d, %v", topic, p.Partition, p.Leader, p.Err)
+			}
+		}
+		return nil
+	})
+	return md
+}
+
 // run runs a client command with stdin and returns its stdout; a non-zero exit or
 // the context ending fails the test with the command's stderr.
 func run(ctx context.Context, t testing.TB, stdin []byte, name string, args ...string) []byte {
@@ -373,18 +404,11 @@ func eventually(t testing.TB, total time.Duration, f func() error) {
 // taken when it is called, with franz-go.
 func fetchAll(t testing.TB, addrs, topic string) []*kgo.Record {
 	t.Helper()
-	ctx := testCtx(t, 60*time.Second)
-	ends, err := adminClient(t, addrs).ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx := testCtx(t, 90*time.Second)
 	want := int64(0)
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Err != nil {
-			t.Fatalf("end offset of %s[%d]: %v", topic, o.Partition, o.Err)
-		}
-		want += o.Offset
-	})
+	for _, end := range endOffsets(t, addrs, topic) {
+		want += end
+	}
 	cl := kgoClient(t, addrs, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	var out []*kgo.Record
 	for int64(len(out)) < want {

@@ -11,7 +11,7 @@
 // BROKERS is host:port[,host:port...]. consume stops after MAX records, or when its
 // stdin closes, and commits each record's offset itself (autoCommit off).
 
-const { Kafka, logLevel, CompressionTypes, ConfigResourceTypes, Partitioners } = require('kafkajs');
+const { Kafka, logLevel, CompressionTypes, ConfigResourceTypes, Partitioners, AssignerProtocol } = require('kafkajs');
 
 const [cmd, brokers, ...args] = process.argv.slice(2);
 
@@ -107,7 +107,8 @@ async function produce(topic, count, compression, firstTs) {
 }
 
 async function consume(topic, group, max) {
-  const c = client('compat-consumer').consumer({ groupId: group, sessionTimeout: 10000, heartbeatInterval: 500 });
+  // A short fetch wait: kafkajs heartbeats (and so notices a rebalance) between fetches.
+  const c = client('compat-consumer').consumer({ groupId: group, sessionTimeout: 10000, heartbeatInterval: 500, maxWaitTimeInMs: 500 });
   let n = 0;
   let stop;
   const stopped = new Promise((resolve) => { stop = resolve; });
@@ -141,7 +142,20 @@ async function groups(group, topic, ts) {
   try {
     await step('fetchOffsets', () => a.fetchOffsets({ groupId: group, topics: [topic] }));
     await step('listGroups', () => a.listGroups());
-    await step('describeGroups', () => a.describeGroups([group]));
+    // Members' metadata and assignments decoded as kafkajs's assigners write them.
+    await step('describeGroups', async () => {
+      const d = await a.describeGroups([group]);
+      for (const g of d.groups) {
+        g.members = g.members.map((m) => ({
+          memberId: m.memberId,
+          clientId: m.clientId,
+          clientHost: m.clientHost,
+          metadata: m.memberMetadata.length ? AssignerProtocol.MemberMetadata.decode(m.memberMetadata) : null,
+          assignment: m.memberAssignment.length ? AssignerProtocol.MemberAssignment.decode(m.memberAssignment).assignment : null,
+        }));
+      }
+      return d;
+    });
     await step('fetchTopicOffsets', () => a.fetchTopicOffsets(topic));
     await step('fetchTopicOffsetsByTimestamp', () => a.fetchTopicOffsetsByTimestamp(topic, Number(ts)));
   } finally {
