@@ -665,3 +665,52 @@ func TestKcatControllerFailoverAcksAll(t *testing.T) {
 		t.Errorf("%d records stored, want 60", len(recs))
 	}
 }
+
+// TestKcatGroupAfterTopicRecreated deletes a topic a group has committed on and
+// creates it again: as in Kafka, deleting the topic deletes the group's offsets
+// for it, so librdkafka's consumer starts the new topic by auto.offset.reset
+// instead of at the old topic's offsets (which would skip the new records).
+func TestKcatGroupAfterTopicRecreated(t *testing.T) {
+	kcat := needKcat(t)
+	b := startStandalone(t)
+	createTopic(t, b.Addr(), "recreated", 1, 1, nil)
+	ctx := testCtx(t, 2*time.Minute)
+	produce := func(prefix string) {
+		t.Helper()
+		var in strings.Builder
+		for i := range 10 {
+			fmt.Fprintf(&in, "%s-%d\n", prefix, i)
+		}
+		run(ctx, t, []byte(in.String()), kcat, "-b", b.Addr(), "-P", "-t", "recreated")
+	}
+	consume := func() []string {
+		t.Helper()
+		out := run(ctx, t, nil, kcat, "-b", b.Addr(), "-G", "recreated-group", "-X", "auto.offset.reset=earliest", "-e", "-q", "-f", `%s\n`, "recreated")
+		return strings.Fields(string(out))
+	}
+
+	produce("old")
+	if got := consume(); len(got) != 10 {
+		t.Fatalf("first run read %d records, want 10", len(got))
+	}
+	adm := adminClient(t, b.Addr())
+	if _, err := adm.DeleteTopics(ctx, "recreated"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() error {
+		resp, err := adm.CreateTopic(ctx, 1, 1, nil, "recreated")
+		if err == nil {
+			err = resp.Err
+		}
+		return err
+	})
+	if got := committed(t, b.Addr(), "recreated-group", "recreated"); len(got) != 0 {
+		t.Errorf("after the topic was deleted and created again the group still has offsets %v for it; Kafka deletes them with the topic (FINDINGS.md F4)", got)
+	}
+	produce("new")
+	got := consume()
+	want := strings.Fields("new-0 new-1 new-2 new-3 new-4 new-5 new-6 new-7 new-8 new-9")
+	if !slices.Equal(got, want) {
+		t.Errorf("the group read %v from the new topic, want %v: it resumed at the deleted topic's offsets (FINDINGS.md F4)", got, want)
+	}
+}
