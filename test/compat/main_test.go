@@ -26,32 +26,44 @@ import (
 	"github.com/ktoolhq/ktool/internal/zktest"
 )
 
-// ktoolBin is the binary under test: $KTOOL_COMPAT_BIN when set, else built once
-// by TestMain. buildErr fails every test that needs it.
+// The binary under test is $KTOOL_COMPAT_BIN when set, else ./cmd/ktool built
+// into binDir on first use, so that a run where every client is missing (and so
+// every test skips) builds nothing.
 var (
-	ktoolBin string
-	buildErr error
+	binDir    string
+	buildOnce sync.Once
+	ktoolBin  string
+	buildErr  error
 )
 
 func TestMain(m *testing.M) {
-	if bin := os.Getenv("KTOOL_COMPAT_BIN"); bin != "" {
-		ktoolBin = bin
-		m.Run()
-		return
-	}
 	dir, err := os.MkdirTemp("", "ktool-compat-")
 	if err != nil {
 		buildErr = err
-		m.Run()
-		return
-	}
-	defer os.RemoveAll(dir)
-	ktoolBin = filepath.Join(dir, "ktool")
-	out, err := exec.Command("go", "build", "-o", ktoolBin, "github.com/ktoolhq/ktool/cmd/ktool").CombinedOutput()
-	if err != nil {
-		buildErr = fmt.Errorf("building ktool: %v\n%s", err, out)
+	} else {
+		defer os.RemoveAll(dir)
+		binDir = dir
 	}
 	m.Run()
+}
+
+// ktool returns the binary under test, building it the first time.
+func ktool() (string, error) {
+	buildOnce.Do(func() {
+		if bin := os.Getenv("KTOOL_COMPAT_BIN"); bin != "" {
+			ktoolBin = bin
+			return
+		}
+		if buildErr != nil {
+			return
+		}
+		ktoolBin = filepath.Join(binDir, "ktool")
+		out, err := exec.Command("go", "build", "-o", ktoolBin, "github.com/ktoolhq/ktool/cmd/ktool").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("building ktool: %v\n%s", err, out)
+		}
+	})
+	return ktoolBin, buildErr
 }
 
 // needKcat returns the kcat command, or skips the test.
@@ -117,15 +129,16 @@ func (b *broker) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.It
 
 // launch runs the broker and waits for its ready line.
 func (b *broker) launch(readyWithin time.Duration) error {
-	if buildErr != nil {
-		return buildErr
+	bin, err := ktool()
+	if err != nil {
+		return err
 	}
 	args := append([]string{"broker", "start",
 		"--broker-id", strconv.Itoa(int(b.id)),
 		"--listeners", "PLAINTEXT://" + b.Addr(),
 		"--log-dirs", b.dir,
 	}, b.args...)
-	cmd := exec.Command(ktoolBin, args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Stderr = b.logs
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

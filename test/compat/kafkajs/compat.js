@@ -120,6 +120,10 @@ async function consume(topic, group, max) {
   await c.run({
     autoCommit: false,
     eachMessage: async ({ partition, message }) => {
+      // kafkajs goes on with the rest of a batch until disconnect completes; a
+      // record past MAX is neither printed nor committed, so the next member of
+      // the group gets it.
+      if (n >= Number(max)) return;
       const headers = {};
       for (const [k, v] of Object.entries(message.headers || {})) headers[k] = text(v);
       out({
