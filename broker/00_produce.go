@@ -20,6 +20,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -61,8 +62,11 @@ func handleProduce(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			part, err := b.leaderPartition(t.Topic, p.Partition)
 			var res klog.AppendResult
+			part, err := b.leaderPartition(t.Topic, p.Partition)
+			if err == nil && t.Topic == offsetsTopic {
+				err = fmt.Errorf("%w: cannot append to internal topic %s", kerr.InvalidTopicException, offsetsTopic)
+			}
 			if err == nil {
 				records := p.Records
 				records, err = b.maybeRecompress(rc.ctx, t.Topic, records)

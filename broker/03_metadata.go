@@ -72,6 +72,7 @@ func handleMetadata(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol
 				}
 				if _, live := b.meta.broker(pm.Leader); pm.Leader < 0 || !live {
 					rp.ErrorCode = kerr.LeaderNotAvailable.Code
+					rp.Leader = -1
 				}
 				rt.Partitions = append(rt.Partitions, rp)
 			}

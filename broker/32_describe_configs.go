@@ -32,8 +32,8 @@ func handleDescribeConfigs(b *Broker, rc *reqCtx, r kmsg.Request, respond func(p
 		out := kmsg.NewDescribeConfigsResponseResource()
 		out.ResourceType, out.ResourceName = res.ResourceType, res.ResourceName
 		want := func(name string) bool {
-			if res.ConfigNames == nil {
-				return true
+			if len(res.ConfigNames) == 0 {
+				return true // null or empty: every config, as Kafka
 			}
 			return contains(res.ConfigNames, name)
 		}

@@ -8,6 +8,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/broker/config"
+	"github.com/ktoolhq/ktool/broker/coord"
 	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/broker/protocol"
 )
@@ -100,8 +102,12 @@ func (b *Broker) currentOverrides(ctx context.Context, typ kmsg.ConfigResourceTy
 		}
 	}
 	data, _, err := b.Store().Get(ctx, zkdata.ConfigEntityPath(kind, entity))
-	if err != nil {
+	if errors.Is(err, coord.ErrNoNode) {
 		return map[string]string{}, nil
+	}
+	if err != nil {
+		// Never write back a partial set: that would erase the other overrides.
+		return nil, fmt.Errorf("reading the current configs of %s/%s: %w", kind, entity, err)
 	}
 	return zkdata.DecodeConfig(data)
 }

@@ -26,7 +26,11 @@ func init() { register(43, 0, 2, handleElectLeaders) }
 func handleElectLeaders(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
 	req := r.(*kmsg.ElectLeadersRequest)
 	go func() {
-		ctx, cancel := context.WithTimeout(rc.ctx, max(adminTimeout(req.TimeoutMillis), 30*time.Second))
+		timeout := adminTimeout(req.TimeoutMillis)
+		if timeout <= 0 {
+			timeout = 30 * time.Second
+		}
+		ctx, cancel := context.WithTimeout(rc.ctx, timeout)
 		defer cancel()
 		respond(protocol.Response{Msg: b.electLeaders(ctx, req)})
 	}()
@@ -40,7 +44,18 @@ func (b *Broker) electLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest
 		if err == nil {
 			return fwd
 		}
+		// Per partition too: v0 has no top-level error code.
 		resp.ErrorCode = kerr.NotController.Code
+		for _, t := range req.Topics {
+			rt := kmsg.NewElectLeadersResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewElectLeadersResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p, kerr.NotController.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
 		return resp
 	}
 	var tps []controller.TP

@@ -71,10 +71,16 @@ func (b *Broker) planTopic(spec *topicSpec) error {
 				return fmt.Errorf("%w: partitions have different replica counts", kerr.InvalidReplicaAssignment)
 			}
 			n = len(r)
+			if n == 0 {
+				return fmt.Errorf("%w: partition %d has no replicas", kerr.InvalidReplicaAssignment, p)
+			}
 			seen := map[int32]bool{}
 			for _, id := range r {
 				if seen[id] {
 					return fmt.Errorf("%w: partition %d lists broker %d twice", kerr.InvalidReplicaAssignment, p, id)
+				}
+				if !containsID(live, id) {
+					return fmt.Errorf("%w: broker %d in the assignment of partition %d is not registered", kerr.InvalidReplicaAssignment, id, p)
 				}
 				seen[id] = true
 			}
@@ -221,19 +227,27 @@ func (b *Broker) waitTopics(ctx context.Context, topics []string, gone bool) err
 	}
 }
 
-// ensureOffsetsTopic creates __consumer_offsets on first use. Its replication factor
-// is offsets.topic.replication.factor capped at the live broker count, so a single
-// broker works out of the box.
+// ensureOffsetsTopic creates __consumer_offsets on first use with
+// offsets.topic.replication.factor replicas; a standalone broker caps it at one,
+// so it works out of the box.
 func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 	if _, _, _, ok := b.meta.topic(offsetsTopic); ok {
 		return nil
 	}
-	rf := int16(min(b.cfg.Int("offsets.topic.replication.factor"), int64(len(b.liveBrokerIDs()))))
-	if rf < 1 {
-		return kerr.CoordinatorNotAvailable
+	rf := b.cfg.Int("offsets.topic.replication.factor")
+	live := int64(len(b.liveBrokerIDs()))
+	if b.embedded != nil {
+		// Standalone: one broker is all there will ever be.
+		rf = min(rf, live)
+	}
+	if rf < 1 || rf > live {
+		// As Kafka: wait for enough brokers rather than create a topic whose
+		// replication factor would stay too low for good.
+		return fmt.Errorf("%w: __consumer_offsets needs %d live brokers (offsets.topic.replication.factor), %d are registered",
+			kerr.CoordinatorNotAvailable, rf, live)
 	}
 	err := b.createTopic(ctx, topicSpec{
-		Name: offsetsTopic, Partitions: int32(b.cfg.Int("offsets.topic.num.partitions")), ReplicationFactor: rf,
+		Name: offsetsTopic, Partitions: int32(b.cfg.Int("offsets.topic.num.partitions")), ReplicationFactor: int16(rf),
 		Configs: map[string]string{
 			"cleanup.policy":   "compact",
 			"compression.type": "producer",

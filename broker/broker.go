@@ -239,7 +239,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.replicas.Start(time.Duration(b.cfg.Int("log.retention.check.interval.ms"))*time.Millisecond,
 		time.Duration(b.cfg.Int("log.cleaner.backoff.ms"))*time.Millisecond)
 
-	b.groups = newGroupCoordinator(b)
+	b.groups = newGroupCoordinator(ctx, b)
 	if err := b.register(ctx); err != nil {
 		return err
 	}

@@ -7,17 +7,31 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/broker/group"
 	klog "github.com/ktoolhq/ktool/broker/log"
 	"github.com/ktoolhq/ktool/broker/replica"
 )
 
-// newGroupCoordinator builds the group coordinator over __consumer_offsets.
-func newGroupCoordinator(b *Broker) *group.Coordinator {
+// newGroupCoordinator builds the group coordinator over __consumer_offsets. A
+// group's partition is hash(group) mod the topic's real partition count once the
+// topic exists, as Kafka does, so changing offsets.topic.num.partitions later
+// does not move every group away from its committed offsets.
+func newGroupCoordinator(ctx context.Context, b *Broker) *group.Coordinator {
 	ms := func(key string) time.Duration { return time.Duration(b.cfg.Int(key)) * time.Millisecond }
+	n := int32(b.cfg.Int("offsets.topic.num.partitions"))
+	if data, _, err := b.Store().Get(ctx, zkdata.TopicPath(offsetsTopic)); err == nil {
+		if a, err := zkdata.DecodeTopicAssignment(data); err == nil && len(a.Partitions) > 0 {
+			if int32(len(a.Partitions)) != n {
+				b.logger.Warn("offsets.topic.num.partitions differs from the existing __consumer_offsets; using the topic's count",
+					"configured", n, "partitions", len(a.Partitions))
+			}
+			n = int32(len(a.Partitions))
+		}
+	}
 	return group.New(group.Config{
 		BrokerID:              b.id,
-		NumPartitions:         int32(b.cfg.Int("offsets.topic.num.partitions")),
+		NumPartitions:         n,
 		Log:                   offsetsLog{b},
 		InitialRebalanceDelay: ms("group.initial.rebalance.delay.ms"),
 		MinSessionTimeout:     ms("group.min.session.timeout.ms"),
@@ -71,21 +85,25 @@ func (o offsetsLog) Append(ctx context.Context, partition int32, batch []byte) (
 	return res.BaseOffset, nil
 }
 
-// Scan reads the partition's batches from the log start to the high watermark.
+// Scan reads the partition's batches from the log start to the log end.
 // Loading groups is not a hot path, so batches are read into memory.
 func (o offsetsLog) Scan(ctx context.Context, partition int32, fn func([]byte) error) error {
 	p := o.b.replicas.Get(replica.TP{Topic: offsetsTopic, Partition: partition})
 	if p == nil {
 		return kerr.NotLeaderForPartition
 	}
+	// Up to the log end, not the high watermark: right after a leader change the
+	// new leader's high watermark lags until its followers fetch again, and
+	// commits acknowledged by the previous leader sit above it. (Kafka loads to
+	// the log end for the same reason.)
 	l := p.Log()
-	hw := l.HighWatermark()
+	end := l.LogEndOffset()
 	off := l.LogStartOffset()
-	for off < hw {
+	for off < end {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		r, err := l.Read(off, 1<<20, hw, true)
+		r, err := l.Read(off, 1<<20, end, true)
 		if err != nil {
 			return err
 		}

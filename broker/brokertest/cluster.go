@@ -86,6 +86,9 @@ func NewCluster(t testing.TB, n int, opts ...Option) *Cluster {
 	for _, f := range opts {
 		f(&o)
 	}
+	if _, ok := o.props["offsets.topic.replication.factor"]; !ok {
+		o.props["offsets.topic.replication.factor"] = strconv.Itoa(min(3, n))
+	}
 	c := &Cluster{t: t, opts: o, dir: t.TempDir(), brokers: map[int32]*broker.Broker{}, ports: map[int32]int{}}
 	switch o.store {
 	case Embedded:

@@ -136,7 +136,7 @@ var BrokerDefs = []Def{
 	{Name: "log.message.timestamp.difference.max.ms", Type: Long, Default: maxLong, Dynamic: true, Doc: "largest difference between a CreateTime timestamp and the broker's clock"},
 	{Name: "compression.type", Type: String, Default: "producer", Dynamic: true, Doc: "producer keeps what the producer sent; or uncompressed, gzip, snappy, lz4, zstd", Valid: oneOf(compressionTypes...)},
 	{Name: "offsets.topic.num.partitions", Type: Int, Default: "50", Doc: "partitions of __consumer_offsets", Valid: atLeast(1)},
-	{Name: "offsets.topic.replication.factor", Type: Int, Default: "3", Doc: "replication factor of __consumer_offsets (capped at the live broker count when it is created)", Valid: atLeast(1)},
+	{Name: "offsets.topic.replication.factor", Type: Int, Default: "3", Doc: "replication factor of __consumer_offsets; a standalone broker uses 1", Valid: atLeast(1)},
 	{Name: "offsets.topic.segment.bytes", Type: Int, Default: "104857600", Doc: "segment size of __consumer_offsets"},
 	{Name: "offsets.retention.minutes", Type: Int, Default: "10080", Doc: "committed offsets of empty groups expire after this"},
 	{Name: "offsets.retention.check.interval.ms", Type: Long, Default: "600000", Doc: "how often expired offsets are removed"},

@@ -151,7 +151,7 @@ func (c *Controller) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case f := <-c.events:
-			f()
+			c.safely(f)
 		case <-tick:
 			c.autoRebalance()
 		}
@@ -159,6 +159,17 @@ func (c *Controller) run(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// safely runs one event; a bug in one event handler is logged and must not take
+// the whole broker down with it.
+func (c *Controller) safely(f func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("controller event failed", "panic", fmt.Sprint(r))
+		}
+	}()
+	f()
 }
 
 // fenced reports whether a newer controller exists (our epoch znode write lost).
@@ -722,6 +733,10 @@ func (c *Controller) electLeaders(typ ElectionType, tps []TP) map[TP]error {
 		st, ok := c.states[tp]
 		if !ok || c.deleting[tp.Topic] {
 			out[tp] = kerr.UnknownTopicOrPartition
+			continue
+		}
+		if len(st.Replicas) == 0 {
+			out[tp] = kerr.InvalidReplicaAssignment
 			continue
 		}
 		switch typ {

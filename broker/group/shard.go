@@ -292,9 +292,14 @@ type writer struct {
 	wake  chan struct{}
 }
 
-// maxBatchBytes caps how much queued data one append carries (one request's
-// records always go in one batch, whatever their size).
-const maxBatchBytes = 1 << 20
+// maxBatchBytes caps how much queued data one append carries, well below the
+// offsets topic's max.message.bytes once record overhead is added; one request's
+// records always go in one batch, whatever their size, and never share it with
+// others when that would cross the cap (so one large commit cannot fail others).
+const maxBatchBytes = 512 << 10
+
+// recordOverhead is a generous bound on a record's framing around key and value.
+const recordOverhead = 32
 
 func newWriter(s *shard, ctx context.Context) *writer {
 	return &writer{s: s, ctx: ctx, wake: make(chan struct{}, 1)}
@@ -315,13 +320,15 @@ func (w *writer) take() []*writeReq {
 	defer w.mu.Unlock()
 	n, size := 0, 0
 	for n < len(w.queue) {
+		req := 0
 		for _, r := range w.queue[n].recs {
-			size += len(r.key) + len(r.value)
+			req += len(r.key) + len(r.value) + recordOverhead
 		}
-		n++
-		if size >= maxBatchBytes {
+		if n > 0 && size+req > maxBatchBytes {
 			break
 		}
+		size += req
+		n++
 	}
 	out := w.queue[:n:n]
 	w.queue = w.queue[n:]

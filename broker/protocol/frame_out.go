@@ -108,3 +108,25 @@ func (c copySender) sendFile(f *os.File, off, n int64) error {
 	_, err := io.Copy(c.w, io.NewSectionReader(f, off, n))
 	return err
 }
+
+// WriteTo copies the body to w (byte chunks, then file regions read with pread),
+// without releasing it: for writers that are not a socket, and for tests.
+func (b *Body) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	for _, p := range b.parts {
+		var m int64
+		var err error
+		if p.f == nil {
+			var k int
+			k, err = w.Write(p.b)
+			m = int64(k)
+		} else {
+			m, err = io.Copy(w, io.NewSectionReader(p.f, p.off, p.n))
+		}
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}

@@ -310,7 +310,21 @@ func (c *Conn) writeLoop() {
 	bw := bufio.NewWriterSize(c.nc, 64<<10)
 	sf := newFileSender(c.nc)
 	var hdr []byte
+	// cur is the answer being waited for; if the loop gives up on it, its file
+	// regions must still be released once the handler answers.
+	var cur *slot
+	defer func() {
+		if cur != nil {
+			go func(s *slot) {
+				<-s.done
+				if s.resp.Body != nil {
+					s.resp.Body.Release()
+				}
+			}(cur)
+		}
+	}()
 	for s := range c.queue {
+		cur = s
 		select {
 		case <-s.done:
 		default:
@@ -342,6 +356,7 @@ func (c *Conn) writeLoop() {
 				body.Bytes(s.resp.Msg.AppendTo(nil))
 			}
 		}
+		cur = nil // writeFrame releases the body, written or not
 		n, err := writeFrame(bw, sf, hdr, body)
 		if err == nil && len(c.queue) == 0 {
 			err = bw.Flush()
