@@ -250,7 +250,12 @@ func (k kafkajs) startConsumer(ctx context.Context, t *testing.T, args ...string
 		_ = c.cmd.Wait()
 		close(c.done)
 	}()
-	t.Cleanup(func() { c.stop(t) })
+	t.Cleanup(func() {
+		c.stop(t)
+		if t.Failed() {
+			t.Logf("kafkajs consumer %s (stderr, last lines):\n%s", strings.Join(args, " "), tail(c.stderr.String(), 20))
+		}
+	})
 	return c
 }
 

@@ -320,8 +320,7 @@ func TestKcatOffsetsAndTimestamps(t *testing.T) {
 // kcatMember is one `kcat -G` process whose stdout (JSON records) and stderr
 // (rebalance notices) are followed while it runs.
 type kcatMember struct {
-	name string
-	cmd  *exec.Cmd
+	cmd *exec.Cmd
 
 	mu       sync.Mutex
 	assigned map[int32]bool
@@ -333,9 +332,9 @@ type kcatMember struct {
 var assignedRE = regexp.MustCompile(`rebalanced \(memberid [^)]*\): (assigned|revoked): (.*)$`)
 var partitionRE = regexp.MustCompile(`\[(\d+)\]`)
 
-func startKcatMember(ctx context.Context, t *testing.T, kcat, name string, args ...string) *kcatMember {
+func startKcatMember(ctx context.Context, t *testing.T, kcat string, args ...string) *kcatMember {
 	t.Helper()
-	m := &kcatMember{name: name, assigned: map[int32]bool{}, done: make(chan struct{})}
+	m := &kcatMember{assigned: map[int32]bool{}, done: make(chan struct{})}
 	m.cmd = exec.CommandContext(ctx, kcat, args...)
 	stdout, err := m.cmd.StdoutPipe()
 	if err != nil {
@@ -390,7 +389,12 @@ func startKcatMember(ctx context.Context, t *testing.T, kcat, name string, args 
 		_ = m.cmd.Wait()
 		close(m.done)
 	}()
-	t.Cleanup(func() { m.stop() })
+	t.Cleanup(func() {
+		m.stop()
+		if t.Failed() {
+			t.Logf("kcat %s (last lines):\n%s", strings.Join(args, " "), tail(m.log(), 20))
+		}
+	})
 	return m
 }
 
@@ -439,8 +443,9 @@ func committed(t testing.TB, addrs, group, topic string) map[int32]int64 {
 	t.Helper()
 	ctx := testCtx(t, time.Minute)
 	out := map[int32]int64{}
+	adm := adminClient(t, addrs)
 	eventually(t, time.Minute, func() error {
-		resp, err := adminClient(t, addrs).FetchOffsets(ctx, group)
+		resp, err := adm.FetchOffsets(ctx, group)
 		if err != nil {
 			return err
 		}
@@ -459,8 +464,9 @@ func endOffsets(t testing.TB, addrs, topic string) map[int32]int64 {
 	t.Helper()
 	ctx := testCtx(t, time.Minute)
 	out := map[int32]int64{}
+	adm := adminClient(t, addrs)
 	eventually(t, time.Minute, func() error {
-		ends, err := adminClient(t, addrs).ListEndOffsets(ctx, topic)
+		ends, err := adm.ListEndOffsets(ctx, topic)
 		if err == nil {
 			err = ends.Error()
 		}
@@ -529,8 +535,8 @@ func TestKcatConsumerGroup(t *testing.T) {
 	// owner of their partition exactly once.
 	createTopic(t, addrs, "split", 3, 3, nil)
 	args := []string{"-b", addrs, "-G", "g2", "-X", "auto.offset.reset=earliest", "-J", "-u", "split"}
-	a := startKcatMember(ctx, t, kcat, "a", args...)
-	bm := startKcatMember(ctx, t, kcat, "b", args...)
+	a := startKcatMember(ctx, t, kcat, args...)
+	bm := startKcatMember(ctx, t, kcat, args...)
 	eventually(t, time.Minute, func() error {
 		pa, pb := a.partitions(), bm.partitions()
 		all := append(slices.Clone(pa), pb...)
@@ -560,9 +566,6 @@ func TestKcatConsumerGroup(t *testing.T) {
 	}
 	if len(a.messages()) == 0 || len(bm.messages()) == 0 {
 		t.Errorf("a read %d and b %d records; both own partitions", len(a.messages()), len(bm.messages()))
-	}
-	if t.Failed() {
-		t.Logf("member a:\n%s\nmember b:\n%s", tail(a.log(), 20), tail(bm.log(), 20))
 	}
 }
 

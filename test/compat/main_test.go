@@ -352,10 +352,11 @@ func createTopic(t testing.TB, addrs, topic string, partitions int32, replicatio
 func topicMetadata(t testing.TB, addrs, topic string, partitions int) kadm.Metadata {
 	t.Helper()
 	ctx := testCtx(t, 30*time.Second)
+	adm := adminClient(t, addrs)
 	var md kadm.Metadata
 	eventually(t, 30*time.Second, func() error {
 		var err error
-		if md, err = adminClient(t, addrs).Metadata(ctx, topic); err != nil {
+		if md, err = adm.Metadata(ctx, topic); err != nil {
 			return err
 		}
 		ps := md.Topics[topic].Partitions
