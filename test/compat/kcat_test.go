@@ -804,7 +804,9 @@ func TestKcatRollingKill(t *testing.T) {
 		t.Helper()
 		for range chunk {
 			if _, err := fmt.Fprintf(stdin, "k%d:record-%05d\n", next%97, next); err != nil {
-				t.Fatal(err)
+				werr := producer.Wait()
+				t.Fatalf("kcat producer gone after %d records (%v, %v; \"Invalid replication factor\" below is FINDINGS.md F5):\n%s",
+					next, err, werr, tail(stderr.String(), 30))
 			}
 			next++
 		}
