@@ -93,7 +93,7 @@ async function produce(topic, count, compression, firstTs) {
         timestamp: String(Number(firstTs) + i),
       });
     }
-    // Two sends so that at least two batches reach each partition.
+    // Two sends, so that partitions receive more than one batch.
     const half = Math.floor(messages.length / 2);
     for (const part of [messages.slice(0, half), messages.slice(half)]) {
       const res = await p.send({ topic, acks: -1, compression: codec, messages: part });
@@ -182,5 +182,6 @@ if (!commands[cmd] || !brokers) {
     process.stderr.write(`compat.js ${cmd}: ${err && err.stack ? err.stack : err}\n`);
     out({ step: 'error', error: errorInfo(err) });
     process.exitCode = 1;
+    process.stdin.destroy(); // consume reads stdin; let the process end
   });
 }
