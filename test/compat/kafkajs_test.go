@@ -555,13 +555,13 @@ func TestKafkajsGroupSplit(t *testing.T) {
 
 	keys := map[string]int{}
 	for _, m := range a.messages() {
-		keys[*m.Key]++
+		keys[deref(m.Key)]++
 		if !slices.Contains(ownA, m.Partition) {
 			t.Errorf("member a read partition %d, owns %v", m.Partition, ownA)
 		}
 	}
 	for _, m := range bc.messages() {
-		keys[*m.Key]++
+		keys[deref(m.Key)]++
 		if !slices.Contains(ownB, m.Partition) {
 			t.Errorf("member b read partition %d, owns %v", m.Partition, ownB)
 		}
@@ -603,7 +603,7 @@ func TestKafkajsCoordinatorFailover(t *testing.T) {
 	distinct := func(cons *jsConsumer) map[string]bool {
 		out := map[string]bool{}
 		for _, m := range cons.messages() {
-			out[*m.Key] = true
+			out[deref(m.Key)] = true
 		}
 		return out
 	}

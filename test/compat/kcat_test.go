@@ -499,6 +499,9 @@ func TestKcatConsumerGroup(t *testing.T) {
 	values := func(msgs []kcatMessage) []string {
 		var out []string
 		for _, m := range msgs {
+			if m.Payload == nil {
+				t.Fatalf("record %s[%d]@%d has a null value", m.Topic, m.Partition, m.Offset)
+			}
 			out = append(out, *m.Payload)
 		}
 		sort.Strings(out)
@@ -512,10 +515,9 @@ func TestKcatConsumerGroup(t *testing.T) {
 		sort.Strings(out)
 		return out
 	}
-	group := func(name string, extra ...string) []kcatMessage {
+	group := func(name string) []kcatMessage {
 		t.Helper()
-		args := append([]string{"-b", addrs, "-G", name, "-X", "auto.offset.reset=earliest", "-e", "-q", "-J"}, extra...)
-		return parseKcatJSON(t, run(ctx, t, nil, kcat, append(args, "grp")...))
+		return parseKcatJSON(t, run(ctx, t, nil, kcat, "-b", addrs, "-G", name, "-X", "auto.offset.reset=earliest", "-e", "-q", "-J", "grp"))
 	}
 
 	produceTo("grp", 0, 300)
@@ -837,7 +839,7 @@ func TestKcatRollingKill(t *testing.T) {
 	eventually(t, time.Minute, func() error {
 		read := map[string]bool{}
 		for _, m := range consumer.messages() {
-			read[*m.Payload] = true
+			read[deref(m.Payload)] = true
 		}
 		if len(read) < next {
 			return fmt.Errorf("consumer read %d of %d records", len(read), next)

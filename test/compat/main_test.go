@@ -438,6 +438,14 @@ func fetchAll(t testing.TB, addrs, topic string) []*kgo.Record {
 	return out
 }
 
+// deref reads a client's string that may be null.
+func deref(s *string) string {
+	if s == nil {
+		return "<null>"
+	}
+	return *s
+}
+
 func tail(s string, lines int) string {
 	parts := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(parts) > lines {
