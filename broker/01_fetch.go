@@ -54,8 +54,8 @@ func handleFetch(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Re
 	parts, total, expands := b.readFetch(req, follower, maxBytes)
 	b.expandIsrs(expands)
 	if total >= int64(req.MinBytes) || req.MaxWaitMillis <= 0 || hasError(parts) {
+		b.metrics.fetched(parts, follower) // before the answer, so a reader of the metrics sees it
 		respond(protocol.Response{Body: encodeFetch(req.GetVersion(), parts)})
-		b.metrics.fetched(parts, follower)
 		return
 	}
 	// Long poll: park until something is appended (followers) or committed (consumers)
@@ -71,16 +71,16 @@ func handleFetch(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Re
 			parts, total, expands := b.readFetch(req, follower, maxBytes)
 			b.expandIsrs(expands)
 			if total >= int64(req.MinBytes) || hasError(parts) {
-				respond(protocol.Response{Body: encodeFetch(req.GetVersion(), parts)})
 				b.metrics.fetched(parts, follower)
+				respond(protocol.Response{Body: encodeFetch(req.GetVersion(), parts)})
 				return
 			}
 			select {
 			case <-w.C:
 				releaseParts(parts)
 			case <-deadline.C:
-				respond(protocol.Response{Body: encodeFetch(req.GetVersion(), parts)})
 				b.metrics.fetched(parts, follower)
+				respond(protocol.Response{Body: encodeFetch(req.GetVersion(), parts)})
 				return
 			case <-rc.conn.Draining():
 				respond(protocol.Response{Body: encodeFetch(req.GetVersion(), parts)})

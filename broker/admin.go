@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -449,15 +450,32 @@ type isrWriter struct{ b *Broker }
 func (w isrWriter) WriteIsr(ctx context.Context, tp replica.TP, st replica.State) (int32, error) {
 	s := w.b.Store()
 	li := zkdata.LeaderIsr{Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, ISR: st.ISR, ControllerEpoch: st.ControllerEpoch}
-	nst, err := s.Set(ctx, zkdata.PartitionStatePath(tp.Topic, tp.Partition), zkdata.EncodeLeaderIsr(li), st.ZkVersion)
-	if err != nil {
-		return 0, err
+	path := zkdata.PartitionStatePath(tp.Topic, tp.Partition)
+	version := int32(-1)
+	nst, err := s.Set(ctx, path, zkdata.EncodeLeaderIsr(li), st.ZkVersion)
+	if err == nil {
+		version = nst.Version
+	} else {
+		// The outcome may be unknown (a timeout, a lost connection after the
+		// write) or the write may have happened before: read it back, and count
+		// it as written when the znode holds exactly our state, as Kafka does.
+		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		data, gst, gerr := s.Get(rctx, path)
+		cancel()
+		if gerr != nil {
+			return 0, err
+		}
+		cur, derr := zkdata.DecodeLeaderIsr(data, gst.Version)
+		if derr != nil || cur.Leader != li.Leader || cur.LeaderEpoch != li.LeaderEpoch || !slices.Equal(cur.ISR, li.ISR) {
+			return 0, err
+		}
+		version = gst.Version
 	}
 	note := zkdata.EncodeIsrChange([]zkdata.TopicPartition{{Topic: tp.Topic, Partition: tp.Partition}})
 	if _, err := s.Create(ctx, zkdata.IsrChangePath(), note, coord.PersistentSequential); err != nil {
 		w.b.logger.Warn("ISR change notification not written", "err", err)
 	}
-	return nst.Version, nil
+	return version, nil
 }
 
 func hostPort(host string, port int32) string { return fmt.Sprintf("%s:%d", host, port) }

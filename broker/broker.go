@@ -503,15 +503,24 @@ func (b *Broker) sessionLoop() {
 		b.logger.Warn("coordination session expired; reconnecting")
 		b.ctrl.stop()
 		_ = s.Close()
-		ns, err := b.connect(b.ctx)
-		if err != nil {
-			return
+		for {
+			ns, err := b.connect(b.ctx)
+			if err != nil {
+				return // shutting down
+			}
+			b.setStore(ns)
+			if err = b.register(b.ctx); err == nil {
+				break
+			}
+			b.logger.Error("re-registering after session expiry failed; retrying", "err", err)
+			_ = ns.Close()
+			select {
+			case <-b.ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
 		}
-		b.setStore(ns)
-		if err := b.register(b.ctx); err != nil {
-			b.logger.Error("re-registering after session expiry", "err", err)
-			return
-		}
+		ns := b.Store()
 		b.ctrl.start(ns)
 		b.startWatches(ns)
 	}

@@ -23,6 +23,7 @@ func TestCommitSurvivesImmediateCoordinatorFailover(t *testing.T) {
 		"group.initial.rebalance.delay.ms": "0",
 		"offsets.topic.num.partitions":     "1",
 		"replica.fetch.wait.max.ms":        "5000",
+		"replica.lag.time.max.ms":          "15000",
 	}))
 	adm := c.Admin()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)

@@ -45,6 +45,11 @@ func NewBroker(props map[string]string) (*Broker, error) {
 	if b.Int("broker.id") < -1 {
 		return nil, fmt.Errorf("broker.id must be -1 (generate) or at least 0")
 	}
+	if b.Int("replica.fetch.wait.max.ms") >= b.Int("replica.lag.time.max.ms") {
+		// A follower parked in a long poll would look out of sync (Kafka's rule too).
+		return nil, fmt.Errorf("replica.fetch.wait.max.ms (%d) must be less than replica.lag.time.max.ms (%d)",
+			b.Int("replica.fetch.wait.max.ms"), b.Int("replica.lag.time.max.ms"))
+	}
 	return b, nil
 }
 

@@ -64,3 +64,9 @@ func TestTopicSynonyms(t *testing.T) {
 		t.Error("unknown topic config accepted")
 	}
 }
+
+func TestFetchWaitBelowLagTime(t *testing.T) {
+	if _, err := NewBroker(map[string]string{"replica.fetch.wait.max.ms": "5000", "replica.lag.time.max.ms": "3000"}); err == nil {
+		t.Fatal("replica.fetch.wait.max.ms above replica.lag.time.max.ms accepted")
+	}
+}

@@ -60,8 +60,9 @@ type Snapshot struct {
 	States  map[TP]PartitionState
 }
 
-func newController(cfg Config, store coord.Store, epoch, epochVersion int32) *Controller {
+func newController(ctx context.Context, cfg Config, store coord.Store, epoch, epochVersion int32) *Controller {
 	return &Controller{
+		ctx: ctx,
 		cfg: cfg, log: cfg.Logger.With("component", "controller", "controller_epoch", epoch),
 		store: store, epoch: epoch, epochVersion: epochVersion,
 		events:      make(chan func(), 256),
@@ -130,7 +131,6 @@ func (c *Controller) call(ctx context.Context, f func()) error {
 }
 
 func (c *Controller) run(ctx context.Context) {
-	c.ctx = ctx
 	defer func() {
 		for _, s := range c.senders {
 			s.stop()
@@ -965,6 +965,12 @@ func (c *Controller) retryDeletes() {
 			c.sendStopReplica(b, tps, true)
 		}
 		ctx := c.ctx
+		// Only the current controller deletes (a fenced one would find the epoch
+		// znode moved on).
+		if err := c.store.Multi(ctx, coord.CheckOp(zkdata.ControllerEpochPath, c.epochVersion)); err != nil {
+			c.log.Error("not deleting topic: controller epoch check failed", "topic", t, "err", err)
+			continue
+		}
 		if err := c.store.DeleteAll(ctx, zkdata.TopicPath(t)); err != nil && !errors.Is(err, coord.ErrNoNode) {
 			c.log.Error("deleting topic znode", "topic", t, "err", err)
 			continue

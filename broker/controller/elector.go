@@ -110,7 +110,7 @@ func (e *Elector) lead(ctx context.Context, store coord.Store, log *slog.Logger)
 	log.Info("became controller", "controller_epoch", epoch)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c := newController(e.cfg, store, epoch, version)
+	c := newController(cctx, e.cfg, store, epoch, version)
 	e.mu.Lock()
 	e.active = c
 	e.mu.Unlock()

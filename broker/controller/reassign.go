@@ -111,21 +111,37 @@ func (c *Controller) alterReassignment(tp TP, target []int32) error {
 			removing = append(removing, r)
 		}
 	}
-	// Replicas added by a cancelled or replaced reassignment are no longer wanted.
-	for _, r := range st.Replicas {
-		if !slices.Contains(full, r) {
-			c.sendStopReplica(r, []TP{tp}, true)
-		}
-	}
 	if err := c.writeAssignment(tp, full, adding, removing); err != nil {
 		return err
 	}
+	prev := st.Replicas
 	st.Replicas = full
-	nst := st.LeaderIsr
-	nst.ISR = slices.DeleteFunc(slices.Clone(nst.ISR), func(r int32) bool { return !slices.Contains(full, r) })
-	nst.LeaderEpoch++
-	if !c.writeState(tp, nst) {
-		return kerr.NotController
+	written := c.update(tp, func(st *PartitionState) (zkdata.LeaderIsr, bool) {
+		nst := st.LeaderIsr
+		nst.ISR = slices.DeleteFunc(slices.Clone(nst.ISR), func(r int32) bool { return !slices.Contains(full, r) })
+		if !slices.Contains(full, nst.Leader) || !c.isLive(nst.Leader) {
+			// The leader is being removed (a cancelled or replaced reassignment):
+			// another replica of the new set leads before the old one goes.
+			nst.Leader = -1
+			for _, r := range full {
+				if c.isLive(r) && slices.Contains(nst.ISR, r) {
+					nst.Leader = r
+					break
+				}
+			}
+		}
+		nst.LeaderEpoch++
+		return nst, true
+	})
+	if !written {
+		return fmt.Errorf("%w: the partition state could not be written; retry", kerr.UnknownServerError)
+	}
+	// Replicas added by a cancelled or replaced reassignment are no longer
+	// wanted; they stop once the state no longer names them.
+	for _, r := range prev {
+		if !slices.Contains(full, r) {
+			c.sendStopReplica(r, []TP{tp}, true)
+		}
 	}
 	c.log.Info("reassignment started", "partition", tp.String(), "target", target, "adding", adding, "removing", removing)
 	c.sendLeaderAndIsr([]TP{tp}, nil)
@@ -147,32 +163,37 @@ func (c *Controller) maybeCompleteReassignment(tp TP) {
 			return
 		}
 	}
-	nst := st.LeaderIsr
-	if !slices.Contains(target, nst.Leader) || !c.isLive(nst.Leader) {
-		nst.Leader = -1
-		for _, r := range target {
-			if c.isLive(r) && slices.Contains(st.ISR, r) {
-				nst.Leader = r
-				break
+	ok := c.update(tp, func(st *PartitionState) (zkdata.LeaderIsr, bool) {
+		nst := st.LeaderIsr
+		if !slices.Contains(target, nst.Leader) || !c.isLive(nst.Leader) {
+			nst.Leader = -1
+			for _, r := range target {
+				if c.isLive(r) && slices.Contains(st.ISR, r) {
+					nst.Leader = r
+					break
+				}
 			}
 		}
+		nst.ISR = slices.DeleteFunc(slices.Clone(st.ISR), func(r int32) bool { return !slices.Contains(target, r) })
+		nst.LeaderEpoch++
+		return nst, true
+	})
+	if !ok {
+		c.log.Warn("completing reassignment: partition state not written; retried on the next ISR change", "partition", tp.String())
+		return
 	}
-	nst.ISR = slices.DeleteFunc(slices.Clone(st.ISR), func(r int32) bool { return !slices.Contains(target, r) })
-	nst.LeaderEpoch++
+	// The state names only the target set now; the assignment follows.
 	if err := c.writeAssignment(tp, target, nil, nil); err != nil {
 		c.log.Error("completing reassignment", "partition", tp.String(), "err", err)
 		return
 	}
 	st.Replicas = target
-	if !c.writeState(tp, nst) {
-		return
-	}
 	c.sendLeaderAndIsr([]TP{tp}, nil)
 	for _, r := range removing {
 		c.sendStopReplica(r, []TP{tp}, true)
 	}
 	c.removeFromReassignZnode(tp)
-	c.log.Info("reassignment completed", "partition", tp.String(), "replicas", target, "leader", nst.Leader)
+	c.log.Info("reassignment completed", "partition", tp.String(), "replicas", target, "leader", st.Leader)
 }
 
 func (c *Controller) checkReassignments() {
@@ -200,7 +221,10 @@ func (c *Controller) writeAssignment(tp TP, replicas, adding, removing []int32) 
 	} else {
 		delete(a.Removing, tp.Partition)
 	}
-	if _, err := c.store.Set(c.ctx, zkdata.TopicPath(tp.Topic), zkdata.EncodeTopicAssignment(a), -1); err != nil {
+	err := c.store.Multi(c.ctx,
+		coord.CheckOp(zkdata.ControllerEpochPath, c.epochVersion),
+		coord.SetOp(zkdata.TopicPath(tp.Topic), zkdata.EncodeTopicAssignment(a), -1))
+	if err != nil {
 		return err
 	}
 	c.assignments[tp.Topic] = a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -18,10 +19,16 @@ import (
 type sender struct {
 	id     int32
 	client *protocol.Client
-	queue  chan kmsg.Request
 	cancel context.CancelFunc
 	done   chan struct{}
 	c      *Controller
+
+	// queue never drops a LeaderAndIsr or StopReplica (a broker that missed one
+	// would keep a stale role); an UpdateMetadata carries the full view, so a
+	// newer one replaces any still queued.
+	mu    sync.Mutex
+	queue []kmsg.Request
+	wake  chan struct{}
 }
 
 func (c *Controller) ensureSender(id int32) {
@@ -39,7 +46,7 @@ func (c *Controller) ensureSender(id int32) {
 	s := &sender{
 		id: id, c: c, cancel: cancel, done: make(chan struct{}),
 		client: &protocol.Client{Addr: addr, ClientID: "ktool-controller"},
-		queue:  make(chan kmsg.Request, 1024),
+		wake:   make(chan struct{}, 1),
 	}
 	c.senders[id] = s
 	go s.run(ctx)
@@ -52,21 +59,45 @@ func (s *sender) stop() {
 }
 
 func (s *sender) send(req kmsg.Request) {
-	select {
-	case s.queue <- req:
-	default:
-		s.c.log.Warn("controller request queue full; dropping request", "broker", s.id, "api", kmsg.NameForKey(req.Key()))
+	s.mu.Lock()
+	if _, ok := req.(*kmsg.UpdateMetadataRequest); ok {
+		s.queue = slices.DeleteFunc(s.queue, func(q kmsg.Request) bool {
+			_, um := q.(*kmsg.UpdateMetadataRequest)
+			return um
+		})
 	}
+	s.queue = append(s.queue, req)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// next takes the oldest queued request, or nil.
+func (s *sender) next() kmsg.Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queue) == 0 {
+		return nil
+	}
+	req := s.queue[0]
+	s.queue[0] = nil
+	s.queue = s.queue[1:]
+	return req
 }
 
 func (s *sender) run(ctx context.Context) {
 	defer close(s.done)
 	for {
-		var req kmsg.Request
-		select {
-		case <-ctx.Done():
-			return
-		case req = <-s.queue:
+		req := s.next()
+		if req == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.wake:
+			}
+			continue
 		}
 		backoff := 50 * time.Millisecond
 		for ctx.Err() == nil {

@@ -29,6 +29,9 @@ type fetcher struct {
 	client *protocol.Client
 	logger *slog.Logger
 
+	// mu guards parts and is held while a response is applied, so a partition
+	// removed from this fetcher (its leader changed) never gets a stale answer
+	// from the old leader appended after the removal.
 	mu    sync.Mutex
 	parts map[TP]*fetchState
 	kick  chan struct{}
@@ -38,15 +41,26 @@ type fetcher struct {
 }
 
 type fetchState struct {
-	p        *Partition
-	truncate bool // reconcile with the leader (OffsetForLeaderEpoch) before fetching
+	p          *Partition
+	truncate   bool      // reconcile with the leader (OffsetForLeaderEpoch) before fetching
+	askEpoch   *int32    // epoch to ask about in the next round (KIP-279); nil: our latest
+	delayUntil time.Time // after an error, wait replica.fetch.backoff.ms before fetching it again
 }
 
 func (m *Manager) addToFetcher(leader int32, addr string, p *Partition) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	f, ok := m.fetchers[leader]
+	var moved []*fetchState
 	if ok && f.client.Addr != addr {
+		// The leader moved to another address: its partitions go to the new
+		// fetcher and reconcile again.
+		f.mu.Lock()
+		for _, st := range f.parts {
+			moved = append(moved, &fetchState{p: st.p, truncate: true})
+		}
+		f.parts = map[TP]*fetchState{}
+		f.mu.Unlock()
 		go f.stop()
 		ok = false
 	}
@@ -62,6 +76,9 @@ func (m *Manager) addToFetcher(leader int32, addr string, p *Partition) {
 		go f.run(ctx)
 	}
 	f.mu.Lock()
+	for _, st := range moved {
+		f.parts[TP{st.p.Topic, st.p.ID}] = st
+	}
 	f.parts[TP{p.Topic, p.ID}] = &fetchState{p: p, truncate: true}
 	f.mu.Unlock()
 	select {
@@ -154,6 +171,7 @@ func (f *fetcher) reconcile(ctx context.Context, parts map[TP]*fetchState) error
 	req.ReplicaID = f.m.cfg.BrokerID
 	idx := map[string]int{}
 	need := map[TP]*fetchState{}
+	f.mu.Lock()
 	for tp, st := range parts {
 		if !st.truncate {
 			continue
@@ -171,8 +189,12 @@ func (f *fetcher) reconcile(ctx context.Context, parts map[TP]*fetchState) error
 		rp.Partition = tp.Partition
 		rp.CurrentLeaderEpoch = st.p.State().LeaderEpoch
 		rp.LeaderEpoch = st.p.log.LatestEpoch()
+		if st.askEpoch != nil {
+			rp.LeaderEpoch = *st.askEpoch
+		}
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 	}
+	f.mu.Unlock()
 	if len(need) == 0 {
 		return nil
 	}
@@ -183,36 +205,53 @@ func (f *fetcher) reconcile(ctx context.Context, parts map[TP]*fetchState) error
 		return err
 	}
 	resp := raw.(*kmsg.OffsetForLeaderEpochResponse)
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for _, t := range resp.Topics {
 		for _, rp := range t.Partitions {
 			tp := TP{t.Topic, rp.Partition}
 			st, ok := need[tp]
-			if !ok {
-				continue
+			if !ok || f.parts[tp] != st {
+				continue // no longer ours: the leader changed meanwhile
 			}
 			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
 				f.logger.Debug("OffsetForLeaderEpoch refused", "partition", tp.String(), "err", err)
 				continue
 			}
+			// Where our log stops agreeing with the leader's (Kafka's
+			// getOffsetTruncationState, KIP-101 and KIP-279).
 			l := st.p.log
-			target := l.HighWatermark()
-			if rp.EndOffset >= 0 {
-				target = rp.EndOffset
-				if rp.LeaderEpoch >= 0 && rp.LeaderEpoch < l.LatestEpoch() {
-					// The leader has not seen our latest epoch: keep only what agrees with
-					// the epoch it knows.
-					if _, ours := l.EndOffsetForEpoch(rp.LeaderEpoch); ours >= 0 {
-						target = min(target, ours)
-					}
+			leo := l.LogEndOffset()
+			target, done := leo, true
+			switch {
+			case rp.LeaderEpoch < 0 || rp.EndOffset < 0:
+				// The leader knows no epoch at or below ours: keep what is committed.
+				target = min(l.HighWatermark(), leo)
+			default:
+				ourEpoch, ourEnd := l.EndOffsetForEpoch(rp.LeaderEpoch)
+				switch {
+				case ourEpoch < 0:
+					target = min(rp.EndOffset, leo)
+				case ourEpoch != rp.LeaderEpoch:
+					// We never saw the leader's epoch: cut back to where our
+					// epoch below it ends and ask again about that epoch.
+					target, done = min(ourEnd, leo), false
+					e := ourEpoch
+					st.askEpoch = &e
+				default:
+					target = min(rp.EndOffset, ourEnd, leo)
 				}
 			}
-			if target < l.LogEndOffset() {
-				f.logger.Info("truncating follower log", "partition", tp.String(), "from", l.LogEndOffset(), "to", target)
+			if target < leo {
+				f.logger.Info("truncating follower log", "partition", tp.String(), "from", leo, "to", target)
 				if err := l.TruncateTo(target); err != nil {
 					return err
 				}
 			}
-			st.truncate = false
+			st.truncate = !done
+			if done {
+				st.askEpoch = nil
+			}
 		}
 	}
 	return nil
@@ -228,8 +267,11 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts map[TP]*fetchState) (bool
 	req.MaxBytes = cfg.MaxBytes
 	req.SessionEpoch = -1
 	idx := map[string]int{}
+	asked := map[TP]int64{}
+	now := time.Now()
+	f.mu.Lock()
 	for tp, st := range parts {
-		if st.truncate {
+		if st.truncate || now.Before(st.delayUntil) {
 			continue
 		}
 		i, ok := idx[tp.Topic]
@@ -247,7 +289,9 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts map[TP]*fetchState) (bool
 		rp.LogStartOffset = st.p.log.LogStartOffset()
 		rp.PartitionMaxBytes = cfg.PartitionMaxByte
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		asked[tp] = rp.FetchOffset
 	}
+	f.mu.Unlock()
 	if len(req.Topics) == 0 {
 		return false, nil
 	}
@@ -261,11 +305,17 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts map[TP]*fetchState) (bool
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		return false, err
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	for _, t := range resp.Topics {
 		for _, rp := range t.Partitions {
 			tp := TP{t.Topic, rp.Partition}
 			st, ok := parts[tp]
-			if !ok {
+			at, wasAsked := asked[tp]
+			// Apply only an answer to the question still open: the partition is
+			// still ours, not being reconciled, and its log has not moved (as
+			// Kafka's fetcher checks before processing a response).
+			if !ok || !wasAsked || f.parts[tp] != st || st.truncate || st.p.log.LogEndOffset() != at {
 				continue
 			}
 			f.handlePartition(st, rp)
@@ -309,7 +359,9 @@ func (f *fetcher) handlePartition(st *fetchState, rp kmsg.FetchResponseTopicPart
 			st.truncate = true
 		}
 	default:
-		// NOT_LEADER, FENCED/UNKNOWN_LEADER_EPOCH...: wait for the controller's next word.
+		// NOT_LEADER, FENCED/UNKNOWN_LEADER_EPOCH...: wait for the controller's
+		// next word, without asking the leader again at once.
+		st.delayUntil = time.Now().Add(max(f.m.cfg.Fetch.Backoff, 10*time.Millisecond))
 		f.logger.Debug("fetch partition error", "topic", st.p.Topic, "partition", st.p.ID, "err", err)
 	}
 }

@@ -59,6 +59,10 @@ type Manager struct {
 	cfg    Config
 	logger *slog.Logger
 
+	// changeMu serialises controller requests (LeaderAndIsr, StopReplica): each
+	// checks epochs and applies as one step, as Kafka's replicaStateChangeLock.
+	changeMu sync.Mutex
+
 	mu              sync.RWMutex
 	parts           map[TP]*Partition
 	controllerEpoch int32
@@ -234,6 +238,8 @@ func (m *Manager) ControllerEpoch() int32 {
 // BecomeLeaderOrFollower applies a LeaderAndIsr request and returns an error per
 // partition (nil for success).
 func (m *Manager) BecomeLeaderOrFollower(controllerEpoch int32, updates []LeaderUpdate, leaders []Endpoint) (map[TP]error, error) {
+	m.changeMu.Lock()
+	defer m.changeMu.Unlock()
 	if err := m.CheckControllerEpoch(controllerEpoch); err != nil {
 		return nil, err
 	}
@@ -281,11 +287,10 @@ func (m *Manager) apply(u LeaderUpdate, addrs map[int32]string) error {
 	if cur.LeaderEpoch >= 0 && u.State.LeaderEpoch < cur.LeaderEpoch {
 		return kerr.StaleControllerEpoch
 	}
-	if cur.LeaderEpoch == u.State.LeaderEpoch && cur.Leader == u.State.Leader && p.IsLeader() == (u.State.Leader == m.cfg.BrokerID) {
-		// Same epoch: only the ISR or AR may have changed (e.g. reassignment).
-		p.mu.Lock()
-		p.state.ISR, p.state.Replicas, p.state.ZkVersion = u.State.ISR, u.State.Replicas, u.State.ZkVersion
-		p.mu.Unlock()
+	if cur.LeaderEpoch >= 0 && cur.LeaderEpoch == u.State.LeaderEpoch && cur.Leader == u.State.Leader {
+		// Same epoch: nothing to do. The controller resends current states (at
+		// failover); its copy may predate an ISR change this leader made, so it
+		// must not overwrite ours (Kafka ignores same-epoch requests too).
 		return nil
 	}
 	m.removeFromFetchers(u.TP)
@@ -310,6 +315,8 @@ func (m *Manager) apply(u LeaderUpdate, addrs map[int32]string) error {
 
 // StopReplica stops replicating tp and, with del, deletes its log.
 func (m *Manager) StopReplica(controllerEpoch int32, tp TP, del bool) error {
+	m.changeMu.Lock()
+	defer m.changeMu.Unlock()
 	if err := m.CheckControllerEpoch(controllerEpoch); err != nil {
 		return err
 	}

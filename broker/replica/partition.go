@@ -40,14 +40,18 @@ type Partition struct {
 	logger *slog.Logger
 	now    func() time.Time
 
-	mu          sync.Mutex
-	state       State
-	leader      bool
-	epochStart  int64 // LEO when this broker became leader in the current epoch
-	followers   map[int32]*follower
-	minISR      int
-	lagMax      time.Duration
-	pendingIsr  bool
+	mu         sync.Mutex
+	state      State
+	leader     bool
+	epochStart int64 // LEO when this broker became leader in the current epoch
+	followers  map[int32]*follower
+	minISR     int
+	lagMax     time.Duration
+	pendingIsr bool
+	// pendingAdd is a follower whose ISR expansion is being written: the high
+	// watermark already waits for it, or an acknowledged write could be missing
+	// from a member of the ISR once the write lands (Kafka's maximal ISR).
+	pendingAdd  int32
 	deleted     bool
 	consumerW   watchers // woken when the high watermark moves
 	replicaW    watchers // woken when the log end offset moves (followers' long polls)
@@ -57,11 +61,12 @@ type Partition struct {
 func newPartition(topic string, id int32, self int32, l *klog.Log, logger *slog.Logger) *Partition {
 	return &Partition{
 		Topic: topic, ID: id, self: self, log: l, now: time.Now,
-		logger:    logger.With("topic", topic, "partition", id),
-		followers: map[int32]*follower{},
-		minISR:    1,
-		lagMax:    30 * time.Second,
-		state:     State{Leader: -1, LeaderEpoch: -1},
+		logger:     logger.With("topic", topic, "partition", id),
+		followers:  map[int32]*follower{},
+		minISR:     1,
+		lagMax:     30 * time.Second,
+		pendingAdd: -1,
+		state:      State{Leader: -1, LeaderEpoch: -1},
 	}
 }
 
@@ -102,6 +107,7 @@ func (p *Partition) makeLeader(st State) {
 	newEpoch := !p.leader || st.LeaderEpoch != p.state.LeaderEpoch
 	p.state = st
 	p.leader = true
+	p.pendingAdd = -1
 	if newEpoch {
 		leo := p.log.LogEndOffset()
 		p.epochStart = leo
@@ -133,6 +139,7 @@ func (p *Partition) makeFollower(st State) {
 	defer p.mu.Unlock()
 	p.state = st
 	p.leader = false
+	p.pendingAdd = -1
 	p.followers = map[int32]*follower{}
 	p.consumerW.wakeAll()
 	p.replicaW.wakeAll()
@@ -215,7 +222,11 @@ func (p *Partition) maybeAdvanceHWLocked() {
 		return
 	}
 	hw := p.log.LogEndOffset()
-	for _, r := range p.state.ISR {
+	members := p.state.ISR
+	if p.pendingAdd >= 0 && !slices.Contains(members, p.pendingAdd) {
+		members = append(slices.Clone(members), p.pendingAdd)
+	}
+	for _, r := range members {
 		if r == p.self {
 			continue
 		}
@@ -309,6 +320,7 @@ func (p *Partition) ReadForFollower(replica int32, offset int64, maxBytes int32,
 		slices.Sort(st.ISR)
 		expand = &st
 		p.pendingIsr = true
+		p.pendingAdd = replica
 	}
 	p.maybeAdvanceHWLocked()
 	p.mu.Unlock()
@@ -351,6 +363,7 @@ func (p *Partition) shrinkCandidate() *State {
 func (p *Partition) isrWritten(st State, ok bool) {
 	p.mu.Lock()
 	p.pendingIsr = false
+	p.pendingAdd = -1
 	if ok && p.leader && st.LeaderEpoch == p.state.LeaderEpoch {
 		p.state.ISR = st.ISR
 		p.state.ZkVersion = st.ZkVersion
