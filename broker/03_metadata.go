@@ -78,6 +78,10 @@ func handleMetadata(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol
 			}
 		case validateTopicName(name) != nil:
 			rt.ErrorCode = kerr.InvalidTopicException.Code
+		case b.topicExists(rc.ctx, name):
+			// Known to the store but not yet to this broker's metadata: it is
+			// being created (or this broker is catching up).
+			rt.ErrorCode = kerr.LeaderNotAvailable.Code
 		case autoCreate && b.cfg.Bool("auto.create.topics.enable") && name != offsetsTopic:
 			err := b.createTopic(rc.ctx, topicSpec{Name: name, Partitions: -1, ReplicationFactor: -1})
 			switch {

@@ -27,6 +27,9 @@ func handleUpdateMetadata(b *Broker, rc *reqCtx, r kmsg.Request, respond func(pr
 		respond(protocol.Response{Msg: resp})
 		return
 	}
-	b.meta.apply(req)
+	if deleted := b.meta.apply(req); len(deleted) > 0 {
+		// The controller leaves deleted topics out of its view.
+		b.groups.TopicsDeleted(deleted)
+	}
 	respond(protocol.Response{Msg: resp})
 }

@@ -327,3 +327,34 @@ func offsetsLeaders(ctx context.Context, adm *kadm.Client) string {
 	}
 	return out
 }
+
+// TestDeletedTopicOffsetsGo: deleting a topic removes every group's committed
+// offsets for it, so a topic created again under the same name is read from
+// the reset position, not from the old topic's offsets.
+func TestDeletedTopicOffsetsGo(t *testing.T) {
+	c := brokertest.NewCluster(t, 1, brokertest.WithProps(groupProps))
+	adm := c.Admin()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "again"); err != nil {
+		t.Fatal(err)
+	}
+	os := kadm.Offsets{}
+	os.AddOffset("again", 0, 10, -1)
+	if r, err := adm.CommitOffsets(ctx, "g", os); err != nil || r.Error() != nil {
+		t.Fatalf("commit: %v %v", err, r.Error())
+	}
+	if _, err := adm.DeleteTopics(ctx, "again"); err != nil {
+		t.Fatal(err)
+	}
+	brokertest.Eventually(t, 20*time.Second, func() error {
+		got, err := committed(ctx, adm, "g")
+		if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+			return err
+		}
+		if _, ok := got["again/0"]; ok {
+			return fmt.Errorf("offsets of the deleted topic still there: %v", got)
+		}
+		return nil
+	})
+}

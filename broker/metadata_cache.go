@@ -55,10 +55,18 @@ func (m *metaCache) Changed() <-chan struct{} {
 	return m.changed
 }
 
-// apply applies an UpdateMetadata request.
-func (m *metaCache) apply(req *kmsg.UpdateMetadataRequest) {
+// apply applies an UpdateMetadata request and returns the topics it removed.
+func (m *metaCache) apply(req *kmsg.UpdateMetadataRequest) (deleted []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	before := m.topics
+	defer func() {
+		for t := range before {
+			if _, ok := m.topics[t]; !ok {
+				deleted = append(deleted, t)
+			}
+		}
+	}()
 	m.controller = req.ControllerID
 	m.brokers = map[int32]brokerEndpoint{}
 	for _, b := range req.LiveBrokers {
@@ -96,6 +104,7 @@ func (m *metaCache) apply(req *kmsg.UpdateMetadataRequest) {
 	}
 	close(m.changed)
 	m.changed = make(chan struct{})
+	return deleted
 }
 
 func (m *metaCache) controllerID() int32 {

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"sort"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -61,5 +62,32 @@ func (b *Broker) Handle(ctx context.Context, c *protocol.Conn, h protocol.Header
 		}
 	}
 	b.metrics.request(h.Key)
+	if !interBroker[h.Key] {
+		b.awaitReady(ctx)
+	}
 	a.handle(b, &reqCtx{ctx: ctx, conn: c, header: h}, req, respond)
+}
+
+// interBroker are the requests a starting broker serves before it is ready: the
+// controller's (which make it ready) and ApiVersions.
+var interBroker = map[int16]bool{4: true, 5: true, 6: true, 7: true, 18: true}
+
+// awaitReady holds a client request until the broker is registered and has the
+// controller's metadata, as Kafka does not process requests before its startup
+// completes: answered earlier, a Metadata request would find no topic at all
+// (and try to create existing ones). Bounded, so a broker that cannot join still
+// answers, with errors.
+func (b *Broker) awaitReady(ctx context.Context) {
+	select {
+	case <-b.ready:
+		return
+	default:
+	}
+	t := time.NewTimer(30 * time.Second)
+	defer t.Stop()
+	select {
+	case <-b.ready:
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }

@@ -398,3 +398,47 @@ func (g *group) expiredOffsets(now, retention int64) []topicPartition {
 	}
 	return out
 }
+
+// TopicsDeleted removes, in every group this broker coordinates, the committed
+// offsets of topics that were deleted, with tombstones so the removal survives a
+// coordinator move; an empty group left with no offsets becomes Dead. As Kafka's
+// onPartitionsDeleted: a topic created again under the same name must not resume
+// at the old topic's offsets.
+func (c *Coordinator) TopicsDeleted(topics []string) {
+	if len(topics) == 0 {
+		return
+	}
+	gone := make(map[string]bool, len(topics))
+	for _, t := range topics {
+		gone[t] = true
+	}
+	for _, s := range c.shards {
+		s.run(func(out *outbox) {
+			if s.status != shardActive {
+				return
+			}
+			var recs []record
+			for _, g := range s.groups {
+				for tp := range g.offsets {
+					if gone[tp.topic] {
+						delete(g.offsets, tp)
+						recs = append(recs, record{key: offsetKey(g.id, tp)})
+					}
+				}
+				if len(recs) > 0 && g.state == stateEmpty && len(g.offsets) == 0 && len(g.pending) == 0 {
+					g.transition(stateDead, s.now())
+					delete(s.groups, g.id)
+					recs = append(recs, record{key: groupKey(g.id)})
+				}
+			}
+			if len(recs) == 0 {
+				return
+			}
+			s.appendRecords(out, recs, func(_ *outbox, _ bool, err error) {
+				if err != nil {
+					s.c.logger.Warn("group coordinator: writing tombstones of deleted topics failed", "partition", s.id, "records", len(recs), "error", err)
+				}
+			})
+		})
+	}
+}
