@@ -7,7 +7,6 @@ package broker
 // for an earlier incarnation of this broker (STALE_BROKER_EPOCH, KIP-380).
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/broker/protocol"
@@ -19,8 +18,9 @@ func init() { register(4, 0, 5, handleLeaderAndIsr) }
 func handleLeaderAndIsr(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
 	req := r.(*kmsg.LeaderAndISRRequest)
 	resp := req.ResponseKind().(*kmsg.LeaderAndISRResponse)
-	if req.GetVersion() >= 2 && req.BrokerEpoch >= 0 && req.BrokerEpoch < b.brokerEpoch() {
-		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+	// The controller epoch is checked with the update itself (BecomeLeaderOrFollower).
+	if err := b.fenceControllerRequest(epochIf(req.GetVersion(), 2, req.BrokerEpoch), req.ControllerEpoch, false); err != nil {
+		resp.ErrorCode = errorCode(err)
 		respond(protocol.Response{Msg: resp})
 		return
 	}

@@ -6,7 +6,6 @@ package broker
 // and, with delete set, removes their logs (topic deletion).
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/broker/protocol"
@@ -18,12 +17,7 @@ func init() { register(5, 0, 3, handleStopReplica) }
 func handleStopReplica(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
 	req := r.(*kmsg.StopReplicaRequest)
 	resp := req.ResponseKind().(*kmsg.StopReplicaResponse)
-	if req.GetVersion() >= 1 && req.BrokerEpoch >= 0 && req.BrokerEpoch < b.brokerEpoch() {
-		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
-		respond(protocol.Response{Msg: resp})
-		return
-	}
-	if err := b.replicas.CheckControllerEpoch(req.ControllerEpoch); err != nil {
+	if err := b.fenceControllerRequest(epochIf(req.GetVersion(), 1, req.BrokerEpoch), req.ControllerEpoch, true); err != nil {
 		resp.ErrorCode = errorCode(err)
 		respond(protocol.Response{Msg: resp})
 		return

@@ -6,7 +6,6 @@ package broker
 // and the leader, epoch, AR, ISR and offline replicas of every partition.
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/broker/protocol"
@@ -17,12 +16,7 @@ func init() { register(6, 0, 7, handleUpdateMetadata) }
 func handleUpdateMetadata(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
 	req := r.(*kmsg.UpdateMetadataRequest)
 	resp := req.ResponseKind().(*kmsg.UpdateMetadataResponse)
-	if req.GetVersion() >= 5 && req.BrokerEpoch >= 0 && req.BrokerEpoch < b.brokerEpoch() {
-		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
-		respond(protocol.Response{Msg: resp})
-		return
-	}
-	if err := b.replicas.CheckControllerEpoch(req.ControllerEpoch); err != nil {
+	if err := b.fenceControllerRequest(epochIf(req.GetVersion(), 5, req.BrokerEpoch), req.ControllerEpoch, true); err != nil {
 		resp.ErrorCode = errorCode(err)
 		respond(protocol.Response{Msg: resp})
 		return

@@ -188,8 +188,24 @@ func TestSeedExperiments(t *testing.T) {
 			// member: it leads.
 			v, _, _ := describe(t, adm, "test")
 			order := v[1].Replicas
-			for _, id := range order {
+			for i, id := range order {
 				c.Kill(id)
+				if i == len(order)-1 {
+					break
+				}
+				// One at a time: the controller takes each out of the ISR, so
+				// the last one killed is the last in-sync replica.
+				survivors := c.Admin()
+				brokertest.Eventually(t, 15*time.Second, func() error {
+					v, _, err := describe(t, survivors, "test")
+					if err != nil {
+						return err
+					}
+					if slices.Contains(v[1].ISR, id) {
+						return fmt.Errorf("killed broker %d still in ISR %v", id, v[1].ISR)
+					}
+					return nil
+				})
 			}
 			last := order[len(order)-1]
 			c.Restart(last)
