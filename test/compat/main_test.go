@@ -23,46 +23,32 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/ktoolhq/ktool/internal/testbin"
 	"github.com/ktoolhq/ktool/internal/zktest"
 )
 
-// The binary under test is $KTOOL_COMPAT_BIN when set, else ./cmd/ktool built
-// into binDir on first use, so that a run where every client is missing (and so
-// every test skips) builds nothing.
+// The binary under test is built on first use (internal/testbin), so a run
+// where every client is missing (and so every test skips) builds nothing;
+// $KTOOL_COMPAT_BIN (or $KTOOL_TEST_BIN) names a prebuilt one instead.
 var (
-	binDir    string
 	buildOnce sync.Once
 	ktoolBin  string
 	buildErr  error
+	cleanup   = func() {}
 )
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "ktool-compat-")
-	if err != nil {
-		buildErr = err
-	} else {
-		defer os.RemoveAll(dir)
-		binDir = dir
+	if bin := os.Getenv("KTOOL_COMPAT_BIN"); bin != "" {
+		os.Setenv("KTOOL_TEST_BIN", bin)
 	}
-	m.Run()
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
 }
 
 // ktool returns the binary under test, building it the first time.
 func ktool() (string, error) {
-	buildOnce.Do(func() {
-		if bin := os.Getenv("KTOOL_COMPAT_BIN"); bin != "" {
-			ktoolBin = bin
-			return
-		}
-		if buildErr != nil {
-			return
-		}
-		ktoolBin = filepath.Join(binDir, "ktool")
-		out, err := exec.Command("go", "build", "-o", ktoolBin, "github.com/ktoolhq/ktool/cmd/ktool").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("building ktool: %v\n%s", err, out)
-		}
-	})
+	buildOnce.Do(func() { ktoolBin, cleanup, buildErr = testbin.Build() })
 	return ktoolBin, buildErr
 }
 
