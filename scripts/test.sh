@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh machine with Go: installs what the tests
-# need (ZooKeeper from Debian's packages when missing, as root), then checks
-# formatting, vet, generated files, and runs every test plus short fuzz runs.
+# need (ZooKeeper from Debian's packages when missing, and kcat and kafkajs for
+# the client compatibility tests, as root), then checks formatting, vet,
+# generated files, and runs every test plus short fuzz runs.
 #
 #   scripts/test.sh            # everything (what CI runs)
 #   KTOOL_FUZZTIME=60s scripts/test.sh   # longer fuzzing
@@ -24,6 +25,13 @@ if [ -z "$zk_jar" ]; then
     say "ZooKeeper is not installed and this is not a root Debian machine:"
     say "the ZooKeeper tests will be skipped (they fail when CI=true)."
   fi
+fi
+
+# Non-Go clients for test/compat (kcat = librdkafka, kafkajs); without them those
+# tests skip, loudly.
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && command -v npm >/dev/null; then
+  say "installing the client compatibility tools (kcat, kafkajs)"
+  test/compat/setup.sh >/dev/null || say "could not install kcat/kafkajs; test/compat will skip"
 fi
 
 say "gofmt"
