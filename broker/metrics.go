@@ -26,6 +26,7 @@ type metrics struct {
 
 	requests   *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
+	queueTime  *prometheus.HistogramVec
 	bytesInC   *prometheus.CounterVec
 	bytesOutC  *prometheus.CounterVec
 	messagesIn *prometheus.CounterVec
@@ -41,6 +42,9 @@ func newMetrics(b *Broker) *metrics {
 	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "ktool", Subsystem: "broker",
 		Name: "request_duration_seconds", Help: "Time from a request's arrival to its response being written, by API.",
 		Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}, []string{"api"})
+	m.queueTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "ktool", Subsystem: "broker",
+		Name: "request_queue_seconds", Help: "Time from a request's arrival until its handler started (waiting behind the connection's earlier requests), by API.",
+		Buckets: prometheus.ExponentialBuckets(0.00001, 4, 10)}, []string{"api"})
 	m.bytesInC = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ktool", Subsystem: "broker",
 		Name: "bytes_in_total", Help: "Record bytes appended by producers, by topic."}, []string{"topic"})
 	m.bytesOutC = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ktool", Subsystem: "broker",
@@ -53,15 +57,17 @@ func newMetrics(b *Broker) *metrics {
 		Name: "isr_shrinks_total", Help: "ISR shrinks written by this broker as leader."})
 	m.IsrExpands = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "ktool", Subsystem: "replica",
 		Name: "isr_expands_total", Help: "ISR expansions written by this broker as leader."})
-	m.reg.MustRegister(m.requests, m.latency, m.bytesInC, m.bytesOutC, m.messagesIn, m.produceErr,
+	m.reg.MustRegister(m.requests, m.latency, m.queueTime, m.bytesInC, m.bytesOutC, m.messagesIn, m.produceErr,
 		m.IsrShrinks, m.IsrExpands, stateCollector{b}, prometheus.NewGoCollector())
 	return m
 }
 
 func (m *metrics) request(key int16) { m.requests.WithLabelValues(kmsg.NameForKey(key)).Inc() }
 
-func (m *metrics) observe(h protocol.Header, _, total time.Duration, _ int64) {
-	m.latency.WithLabelValues(kmsg.NameForKey(h.Key)).Observe(total.Seconds())
+func (m *metrics) observe(h protocol.Header, queued, total time.Duration, _ int64) {
+	api := kmsg.NameForKey(h.Key)
+	m.latency.WithLabelValues(api).Observe(total.Seconds())
+	m.queueTime.WithLabelValues(api).Observe(queued.Seconds())
 }
 
 func (m *metrics) bytesIn(topic string, n, records int) {

@@ -109,6 +109,9 @@ func TestMetricsEndpoint(t *testing.T) {
 	if value(after, "ktool_broker_request_duration_seconds", map[string]string{"api": "Produce"}) <= 0 {
 		t.Fatal("no Produce latency samples")
 	}
+	if value(after, "ktool_broker_request_queue_seconds", map[string]string{"api": "Produce"}) <= 0 {
+		t.Fatal("no Produce queue-time samples")
+	}
 	if value(after, "ktool_replica_under_replicated_partitions", nil) != 0 {
 		t.Fatal("under-replicated before any failure")
 	}

@@ -70,6 +70,7 @@ func (c *Conn) Context() context.Context { return c.ctx }
 type slot struct {
 	h       Header
 	arrived time.Time
+	queued  time.Duration // from arrival until its handler started
 	done    chan struct{}
 	resp    Response
 	once    sync.Once
@@ -269,6 +270,7 @@ func (c *Conn) enqueue(s *slot) bool {
 // dispatch runs the handler, turning a panic into a closed connection rather than a
 // dead broker.
 func (c *Conn) dispatch(s *slot, h Header, req kmsg.Request) (ok bool) {
+	s.queued = time.Since(s.arrived)
 	defer func() {
 		if r := recover(); r != nil {
 			c.srv.logger().Error("request handler panicked; closing the connection",
@@ -365,7 +367,7 @@ func (c *Conn) writeLoop() {
 			return
 		}
 		if c.srv.Observe != nil {
-			c.srv.Observe(s.h, 0, time.Since(s.arrived), n)
+			c.srv.Observe(s.h, s.queued, time.Since(s.arrived), n)
 		}
 	}
 	_ = bw.Flush()
