@@ -64,10 +64,11 @@ func (o *ProduceOptions) validate() error {
 	case o.PayloadFile == "" && o.RecordSize <= 0:
 		return cmdutil.Usagef("--record-size must be positive, got %d", o.RecordSize)
 	}
-	if _, err := parseAcks(o.Acks); err != nil {
+	_, acksAll, err := cmdutil.ParseAcks(o.Acks)
+	if err != nil {
 		return err
 	}
-	if _, err := parseCompression(o.Compression); err != nil {
+	if _, err := cmdutil.ParseCompression(o.Compression); err != nil {
 		return err
 	}
 	if o.Throughput == 0 {
@@ -82,7 +83,6 @@ func (o *ProduceOptions) validate() error {
 	if o.MaxInFlight < 0 {
 		return cmdutil.Usagef("--max-in-flight must not be negative, got %d", o.MaxInFlight)
 	}
-	acksAll := o.Acks == "all" || o.Acks == "-1"
 	if o.Idempotent != nil && *o.Idempotent && !acksAll {
 		return cmdutil.Usagef("--idempotent requires --acks all")
 	}
@@ -105,41 +105,14 @@ func (o *ProduceOptions) idempotent() bool {
 	if o.Idempotent != nil {
 		return *o.Idempotent
 	}
-	return o.Acks == "all" || o.Acks == "-1"
-}
-
-func parseAcks(s string) (kgo.Acks, error) {
-	switch s {
-	case "all", "-1":
-		return kgo.AllISRAcks(), nil
-	case "1":
-		return kgo.LeaderAck(), nil
-	case "0":
-		return kgo.NoAck(), nil
-	}
-	return kgo.Acks{}, cmdutil.Usagef("unknown --acks %q (want all, -1, 1 or 0)", s)
-}
-
-func parseCompression(s string) (kgo.CompressionCodec, error) {
-	switch s {
-	case "none":
-		return kgo.NoCompression(), nil
-	case "gzip":
-		return kgo.GzipCompression(), nil
-	case "snappy":
-		return kgo.SnappyCompression(), nil
-	case "lz4":
-		return kgo.Lz4Compression(), nil
-	case "zstd":
-		return kgo.ZstdCompression(), nil
-	}
-	return kgo.CompressionCodec{}, cmdutil.Usagef("unknown --compression %q (want none, gzip, snappy, lz4 or zstd)", s)
+	_, possible, _ := cmdutil.ParseAcks(o.Acks)
+	return possible
 }
 
 // clientOpts turns validated options into producer settings.
 func (o *ProduceOptions) clientOpts() []kgo.Opt {
-	acks, _ := parseAcks(o.Acks)
-	codec, _ := parseCompression(o.Compression)
+	acks, _, _ := cmdutil.ParseAcks(o.Acks)
+	codec, _ := cmdutil.ParseCompression(o.Compression)
 	opts := []kgo.Opt{
 		kgo.DefaultProduceTopic(o.Topic),
 		kgo.RequiredAcks(acks),

@@ -66,17 +66,15 @@ unless -v; the command exits 1 if any record was not delivered.`,
 // clientOpts turns the flags into producer options.
 func (o *Options) clientOpts() ([]kgo.Opt, error) {
 	opts := []kgo.Opt{kgo.DefaultProduceTopic(o.Topic), kgo.RecordDeliveryTimeout(o.Factory.ClientTimeout)}
-	switch strings.ToLower(o.Acks) {
-	case "all", "-1":
-		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
-	case "leader", "1":
-		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
-	case "none", "0":
-		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
-	default:
-		return nil, cmdutil.Usagef("--acks %q: want all, leader or none (-1, 1, 0)", o.Acks)
+	acks, idempotent, err := cmdutil.ParseAcks(o.Acks)
+	if err != nil {
+		return nil, err
 	}
-	codec, err := Codec(o.Compression)
+	opts = append(opts, kgo.RequiredAcks(acks))
+	if !idempotent {
+		opts = append(opts, kgo.DisableIdempotentWrite())
+	}
+	codec, err := cmdutil.ParseCompression(o.Compression)
 	if err != nil {
 		return nil, err
 	}
@@ -93,23 +91,6 @@ func (o *Options) clientOpts() ([]kgo.Opt, error) {
 		return nil, cmdutil.Usagef("--partition must be >= 0 (or -1 for the default partitioner)")
 	}
 	return opts, nil
-}
-
-// Codec maps a --compression name to the client's codec.
-func Codec(name string) (kgo.CompressionCodec, error) {
-	switch strings.ToLower(name) {
-	case "", "none":
-		return kgo.NoCompression(), nil
-	case "gzip":
-		return kgo.GzipCompression(), nil
-	case "snappy":
-		return kgo.SnappyCompression(), nil
-	case "lz4":
-		return kgo.Lz4Compression(), nil
-	case "zstd":
-		return kgo.ZstdCompression(), nil
-	}
-	return kgo.CompressionCodec{}, cmdutil.Usagef("--compression %q: want none, gzip, snappy, lz4 or zstd", name)
 }
 
 func parseHeaders(hs []string) ([]kgo.RecordHeader, error) {
