@@ -31,12 +31,7 @@ import (
 	"github.com/ktoolhq/ktool/broker/replica"
 )
 
-func init() {
-	register(0, 3, 9, handleProduce)
-	a := apis[0]
-	a.advertisedMin = 0
-	apis[0] = a
-}
+func init() { registerAdvertised(0, 0, 3, 9, handleProduce) }
 
 type pendingAck struct {
 	p      *replica.Partition

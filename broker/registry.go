@@ -25,8 +25,12 @@ type api struct {
 // apis is filled by the init functions of the NN_*.go files and never changed after.
 var apis = map[int16]api{}
 
-func register(key, min, max int16, h handler) {
-	apis[key] = api{key: key, min: min, max: max, advertisedMin: min, handle: h}
+func register(key, min, max int16, h handler) { registerAdvertised(key, min, min, max, h) }
+
+// registerAdvertised registers a handler that serves min..max but lists
+// advertisedMin..max in ApiVersions (see 00_produce.go for the one user).
+func registerAdvertised(key, advertisedMin, min, max int16, h handler) {
+	apis[key] = api{key: key, min: min, max: max, advertisedMin: advertisedMin, handle: h}
 }
 
 // apiKeys lists what this broker serves, for ApiVersions.
