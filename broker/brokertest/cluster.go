@@ -59,10 +59,6 @@ func WithProps(p map[string]string) Option {
 // WithCodecs gives the brokers a codec source (tests count codec calls with it).
 func WithCodecs(src broker.CodecSource) Option { return func(o *options) { o.codecs = src } }
 
-// WithLogs sends broker logs to the test log (verbose tests); KTOOL_TEST_LOGS=1
-// does the same for every cluster.
-func WithLogs() Option { return func(o *options) { o.log = true } }
-
 // Cluster is a set of in-process brokers.
 type Cluster struct {
 	t    testing.TB
@@ -72,7 +68,6 @@ type Cluster struct {
 	connector coord.Connector
 	emb       *embedded.Server
 	zk        *zktest.Server
-	zkConnect string // ZooKeeper address with the cluster's chroot
 
 	mu      sync.Mutex
 	brokers map[int32]*broker.Broker
@@ -99,8 +94,8 @@ func NewCluster(t testing.TB, n int, opts ...Option) *Cluster {
 		c.emb, c.connector = srv, srv
 	case ZooKeeper:
 		c.zk = zktest.Start(t)
-		c.zkConnect = c.zk.Addr() + "/ktool-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-		conn, err := zkstore.NewConnector(c.zkConnect, 6*time.Second, slog.New(slog.DiscardHandler))
+		chroot := c.zk.Addr() + "/ktool-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		conn, err := zkstore.NewConnector(chroot, 6*time.Second, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -274,13 +269,6 @@ func (c *Cluster) Client(opts ...kgo.Opt) *kgo.Client {
 
 // Admin returns an admin client for the cluster.
 func (c *Cluster) Admin() *kadm.Client { return kadm.NewClient(c.Client()) }
-
-// ZooKeeperAddr is the ZooKeeper address with the cluster's chroot
-// ("127.0.0.1:port/ktool-..."), as zookeeper.connect; "" on the embedded store.
-func (c *Cluster) ZooKeeperAddr() string { return c.zkConnect }
-
-// ZK is the ZooKeeper server when the cluster uses one.
-func (c *Cluster) ZK() *zktest.Server { return c.zk }
 
 // Dir is the data dir of broker id.
 func (c *Cluster) Dir(id int32) string { return filepath.Join(c.dir, fmt.Sprintf("broker-%d", id)) }

@@ -562,10 +562,6 @@ func (c *Controller) createState(tp TP, li zkdata.LeaderIsr) bool {
 	return true
 }
 
-func (c *Controller) writeState(tp TP, li zkdata.LeaderIsr) bool {
-	return c.writeStateErr(tp, li) == nil
-}
-
 func (c *Controller) writeStateErr(tp TP, li zkdata.LeaderIsr) error {
 	st := c.states[tp]
 	if !st.HasState {

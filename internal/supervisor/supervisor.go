@@ -188,20 +188,6 @@ func (s *Supervisor) Kill(id int32) error {
 	return err
 }
 
-// Stop shuts broker id down cleanly (controlled shutdown), bounded by ctx.
-func (s *Supervisor) Stop(ctx context.Context, id int32) error {
-	s.opMu.Lock()
-	defer s.opMu.Unlock()
-	r, err := s.take(id)
-	if err != nil {
-		return err
-	}
-	err = r.b.Shutdown(ctx)
-	r.log.Close()
-	s.logger.Info("broker stopped", "broker", id)
-	return err
-}
-
 func (s *Supervisor) take(id int32) (*running, error) {
 	if _, ok := s.specs[id]; !ok {
 		return nil, fmt.Errorf("no broker %d (brokers: %v)", id, s.IDs())
