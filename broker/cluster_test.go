@@ -186,8 +186,19 @@ func TestSeedExperiments(t *testing.T) {
 
 			// Kill every replica of partition 1: leader -1. Bring back one former ISR
 			// member: it leads.
-			v, _, _ := describe(t, adm, "test")
-			order := v[1].Replicas
+			// First let the restarted controller catch up: every replica in sync.
+			var order []int32
+			brokertest.Eventually(t, 20*time.Second, func() error {
+				v, _, err := describe(t, adm, "test")
+				if err != nil {
+					return err
+				}
+				if len(v[1].ISR) != len(v[1].Replicas) {
+					return fmt.Errorf("partition 1 ISR %v, AR %v", v[1].ISR, v[1].Replicas)
+				}
+				order = v[1].Replicas
+				return nil
+			})
 			for i, id := range order {
 				c.Kill(id)
 				if i == len(order)-1 {
