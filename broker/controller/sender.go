@@ -248,7 +248,8 @@ func (c *Controller) sendUpdateMetadata() {
 	}
 	for id, s := range c.senders {
 		req := kmsg.NewPtrUpdateMetadataRequest()
-		req.SetVersion(6)
+		// v7 is the first to carry topic ids; brokers answer Metadata v10+ with them.
+		req.SetVersion(7)
 		req.ControllerID = c.cfg.BrokerID
 		req.ControllerEpoch = c.epoch
 		req.BrokerEpoch = c.brokers[id].Epoch

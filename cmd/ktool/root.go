@@ -55,5 +55,6 @@ groups, console produce and consume, and performance tests.`,
 		logdump.NewCommand(f),
 	)
 	addCompletionCommand(f, root)
+	cmdutil.RequireSubcommands(root)
 	return root
 }

@@ -225,7 +225,11 @@ func run(ctx context.Context, o *Options) error {
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d partition elections failed (see the error column)", failed, len(results))
+		how := `the "failed:" lines above say why`
+		if o.Output.Structured() {
+			how = `the "error" fields above say why`
+		}
+		return fmt.Errorf("%d of %d partition elections failed (%s)", failed, len(results), how)
 	}
 	return nil
 }
@@ -287,10 +291,7 @@ func collect(resps kadm.ElectLeadersResults, after kadm.Metadata, haveAfter bool
 				res.Outcome = NotNeeded
 			case r.Err != nil:
 				res.Outcome = Failed
-				res.Error = r.Err.Error()
-				if r.ErrMessage != "" {
-					res.Error += ": " + r.ErrMessage
-				}
+				res.Error = cmdutil.WithMessage(r.Err, r.ErrMessage).Error()
 			}
 			if haveAfter {
 				if pd, ok := after.Topics[r.Topic].Partitions[r.Partition]; ok {

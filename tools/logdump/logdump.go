@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -47,11 +50,17 @@ timestamps, position, size and whether its CRC is valid. --records decodes
 every record (decompressing through the codec plugins): offset, timestamp,
 key, value (text when printable, else hex) and headers.
 
+A directory (a partition directory such as orders-0) stands for its .log
+segments in offset order; its other files (snapshots, checkpoints,
+partition.metadata) are left out, and so are such files named on the command
+line, with a note on stderr.
+
 For .index and .timeindex files, every entry. --verify-index checks the
 offset and time indexes against their .log segment and reports every
 mismatch; the command then exits with status 3 if it found problems (torn or
 corrupt batches, bad CRCs, index mismatches).`,
-		Example: `  ktool log dump /var/lib/kafka/orders-0/00000000000000000000.log
+		Example: `  ktool log dump /var/lib/kafka/orders-0
+  ktool log dump /var/lib/kafka/orders-0/00000000000000000000.log
   ktool log dump --records --verify-index /var/lib/kafka/orders-0/*.log
   ktool log dump /var/lib/kafka/orders-0/00000000000000000000.timeindex -o json`,
 		Args: cobra.MinimumNArgs(1),
@@ -59,11 +68,6 @@ corrupt batches, bad CRCs, index mismatches).`,
 			opts.Paths = args
 			if err := opts.Output.Validate(); err != nil {
 				return err
-			}
-			for _, p := range args {
-				if _, _, err := parseName(p); err != nil {
-					return cmdutil.UsageError(err)
-				}
 			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
@@ -86,8 +90,15 @@ func runDump(ctx context.Context, o *DumpOptions) error {
 		defer cat.Close()
 		lookup = cat.CodecLookup(ctx)
 	}
-	dumps := make([]FileDump, 0, len(o.Paths))
-	for _, p := range o.Paths {
+	paths, skipped, err := expandPaths(o.Paths)
+	if err != nil {
+		return err
+	}
+	for _, p := range skipped {
+		fmt.Fprintf(o.Factory.IO.ErrOut, "Skipped %s: not a segment, offset index or time index file.\n", p)
+	}
+	dumps := make([]FileDump, 0, len(paths))
+	for _, p := range paths {
 		d, err := dumpFile(ctx, p, o.VerifyIndex, lookup)
 		if err != nil {
 			return err
@@ -179,4 +190,42 @@ func prefixed(p string, ss []string) []string {
 		out[i] = p + s
 	}
 	return out
+}
+
+// expandPaths turns the arguments into the files to dump: a directory gives
+// its .log segments (sorted by base offset, which their names encode), an
+// existing file that is not a segment file is skipped, and a name that is
+// neither an existing file nor a segment file's name is a usage error.
+func expandPaths(args []string) (files, skipped []string, err error) {
+	for _, p := range args {
+		st, serr := os.Stat(p)
+		if serr == nil && st.IsDir() {
+			entries, err := os.ReadDir(p)
+			if err != nil {
+				return nil, nil, err
+			}
+			n := len(files)
+			for _, e := range entries {
+				if kind, _, err := parseName(e.Name()); err == nil && kind == kindLog && e.Type().IsRegular() {
+					files = append(files, filepath.Join(p, e.Name()))
+				}
+			}
+			if len(files) == n {
+				return nil, nil, fmt.Errorf("%s holds no .log segment (is it a partition directory such as orders-0?)", p)
+			}
+			continue
+		}
+		if _, _, err := parseName(p); err != nil {
+			if serr == nil {
+				skipped = append(skipped, p)
+				continue
+			}
+			return nil, nil, cmdutil.UsageError(err)
+		}
+		files = append(files, p)
+	}
+	if len(files) == 0 {
+		return nil, nil, cmdutil.Usagef("none of %s is a segment, offset index or time index file", strings.Join(args, ", "))
+	}
+	return files, skipped, nil
 }

@@ -254,3 +254,44 @@ func TestBadPaths(t *testing.T) {
 		t.Errorf("missing file: err = %v", err)
 	}
 }
+
+// A partition directory holds more than segments; dumping it (or every file
+// in it, as a shell glob gives them) dumps the segments and skips the rest.
+func TestDumpPartitionDirectory(t *testing.T) {
+	dir, _ := writeSegment(t)
+	for name, data := range map[string]string{
+		"leader-epoch-checkpoint":          "0\n1\n0 100\n",
+		"partition.metadata":               "version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA\n",
+		"00000000000000000100.snapshot":    "",
+		"00000000000000000000.log.deleted": "",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := run(t, "--verify-index", dir)
+	if err != nil {
+		t.Fatalf("dump of the directory: %v\n%s", err, out)
+	}
+	want, err := run(t, "--verify-index", filepath.Join(dir, "00000000000000000100.log"))
+	if err != nil || out != want {
+		t.Errorf("dump of the directory differs from the dump of its segment (err %v):\n%s\n---\n%s", err, out, want)
+	}
+	entries, _ := os.ReadDir(dir)
+	var all []string
+	for _, e := range entries {
+		all = append(all, filepath.Join(dir, e.Name()))
+	}
+	ios, _, stdout, errOut := cmdutil.Test()
+	cmd := logdump.NewCommand(cmdutil.NewFactory(ios, cmdutil.BuildInfo{}))
+	cmd.SetArgs(append([]string{"dump", "--verify-index"}, all...))
+	if err := cmd.ExecuteContext(context.Background()); err != nil {
+		t.Fatalf("dump of every file: %v\n%s", err, errOut)
+	}
+	if !strings.Contains(stdout.String(), "Index check: ok") || !strings.Contains(errOut.String(), "Skipped "+filepath.Join(dir, "leader-epoch-checkpoint")) {
+		t.Errorf("dump of every file:\n%s\nstderr:\n%s", stdout, errOut)
+	}
+	if _, err := run(t, t.TempDir()); err == nil || !strings.Contains(err.Error(), "holds no .log segment") {
+		t.Errorf("empty directory: err = %v", err)
+	}
+}

@@ -42,8 +42,11 @@ func (p *progress) run(interval time.Duration) {
 	for {
 		select {
 		case <-p.done:
+			// The final count only: the summary that follows has the run's one
+			// duration (a second one here, measured from another start, only
+			// disagreed with it).
 			records, _ := p.snapshot()
-			fmt.Fprintf(p.w, "\r\033[K%s %s in %.1fs\n", p.verb, p.count(records), time.Since(start).Seconds())
+			fmt.Fprintf(p.w, "\r\033[K%s %s\n", p.verb, p.count(records))
 			return
 		case now := <-tick.C:
 			records, bytes := p.snapshot()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/ktoolhq/ktool/tools/cmdutil"
 )
@@ -58,6 +59,14 @@ func runAddPartitions(ctx context.Context, o *AddPartitionsOptions) error {
 	defer adm.Close()
 	rctx, cancel := o.Factory.RequestContext(ctx)
 	defer cancel()
+	var errs []error
+	topics := o.Topics
+	if o.Total > 0 {
+		topics, errs = o.checkTotal(rctx, adm)
+		if len(topics) == 0 {
+			return errors.Join(errs...)
+		}
+	}
 	call := adm.CreatePartitions
 	n := o.Add
 	switch {
@@ -68,22 +77,17 @@ func runAddPartitions(ctx context.Context, o *AddPartitionsOptions) error {
 	case o.ValidateOnly:
 		call = adm.ValidateCreatePartitions
 	}
-	resps, err := call(rctx, n, o.Topics...)
+	resps, err := call(rctx, n, topics...)
 	if err != nil {
 		return o.Factory.ClusterError("adding partitions", err)
 	}
-	var errs []error
-	for _, t := range o.Topics {
+	for _, t := range topics {
 		r, ok := resps[t]
 		switch {
 		case !ok:
 			errs = append(errs, fmt.Errorf("adding partitions to %q: the cluster did not answer for it", t))
 		case r.Err != nil:
-			msg := ""
-			if r.ErrMessage != "" {
-				msg = ": " + r.ErrMessage
-			}
-			errs = append(errs, fmt.Errorf("adding partitions to %q: %w%s", t, r.Err, msg))
+			errs = append(errs, fmt.Errorf("adding partitions to %q: %w", t, cmdutil.WithMessage(r.Err, r.ErrMessage)))
 		case o.ValidateOnly:
 			fmt.Fprintf(o.Factory.IO.Out, "Validated (not applied) new partitions for topic %s.\n", t)
 		case o.Total > 0:
@@ -93,4 +97,33 @@ func runAddPartitions(ctx context.Context, o *AddPartitionsOptions) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkTotal keeps the topics that have fewer partitions than --partitions
+// asks for and explains the others: Kafka never removes partitions, and its
+// answer to a smaller count (INVALID_PARTITIONS) does not say so plainly.
+func (o *AddPartitionsOptions) checkTotal(ctx context.Context, adm *kadm.Client) ([]string, []error) {
+	td, err := adm.ListTopics(ctx, o.Topics...)
+	if err != nil {
+		// The request itself reports what is wrong with the cluster or the topics.
+		return o.Topics, nil
+	}
+	var keep []string
+	var errs []error
+	for _, t := range o.Topics {
+		d, ok := td[t]
+		if !ok || d.Err != nil {
+			keep = append(keep, t)
+			continue
+		}
+		switch have := len(d.Partitions); {
+		case have == o.Total:
+			errs = append(errs, fmt.Errorf("topic %q already has %d partitions", t, have))
+		case have > o.Total:
+			errs = append(errs, fmt.Errorf("topic %q has %d partitions and partitions can never be removed: --partitions must be more than %d", t, have, have))
+		default:
+			keep = append(keep, t)
+		}
+	}
+	return keep, errs
 }

@@ -98,11 +98,7 @@ func runAlterConfig(ctx context.Context, o *AlterConfigOptions) error {
 	var errs []error
 	for _, r := range resps {
 		if r.Err != nil {
-			msg := ""
-			if r.ErrMessage != "" {
-				msg = ": " + r.ErrMessage
-			}
-			errs = append(errs, fmt.Errorf("altering configs of topic %q: %w%s", r.Name, r.Err, msg))
+			errs = append(errs, fmt.Errorf("altering configs of topic %q: %w", r.Name, cmdutil.WithMessage(r.Err, r.ErrMessage)))
 			continue
 		}
 		verb := "Altered"

@@ -165,10 +165,10 @@ func runCreate(ctx context.Context, o *CreateOptions) error {
 			return nil
 		}
 		msg := ""
-		if t.ErrorMessage != nil && *t.ErrorMessage != "" {
-			msg = ": " + *t.ErrorMessage
+		if t.ErrorMessage != nil {
+			msg = *t.ErrorMessage
 		}
-		return fmt.Errorf("creating topic %q: %w%s", o.Topic, err, msg)
+		return fmt.Errorf("creating topic %q: %w", o.Topic, cmdutil.WithMessage(err, msg))
 	}
 	verb := "Created"
 	if o.ValidateOnly {

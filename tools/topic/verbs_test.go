@@ -125,8 +125,13 @@ func TestListDeleteAddPartitionsAlterConfig(t *testing.T) {
 	if err := runAddPartitions(ctx, &AddPartitionsOptions{Factory: env.F, Topics: []string{"b"}, Add: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := runAddPartitions(ctx, &AddPartitionsOptions{Factory: env.F, Topics: []string{"a"}, Total: 1}); err == nil {
-		t.Error("shrinking partitions succeeded")
+	err := runAddPartitions(ctx, &AddPartitionsOptions{Factory: env.F, Topics: []string{"a"}, Total: 1})
+	if want := `topic "a" has 5 partitions and partitions can never be removed: --partitions must be more than 5`; err == nil || err.Error() != want {
+		t.Errorf("shrinking partitions: %v, want %q", err, want)
+	}
+	err = runAddPartitions(ctx, &AddPartitionsOptions{Factory: env.F, Topics: []string{"a"}, Total: 5})
+	if want := `topic "a" already has 5 partitions`; err == nil || err.Error() != want {
+		t.Errorf("same count: %v, want %q", err, want)
 	}
 
 	if err := runAlterConfig(ctx, &AlterConfigOptions{Factory: env.F, Topics: []string{"a"}, Set: []string{"retention.ms=5"}}); err != nil {
