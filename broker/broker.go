@@ -224,12 +224,18 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	if err := b.resolveAdvertised(ln); err != nil {
 		return err
 	}
+	limits, idle, err := connLimits(ctx, b.cfg)
+	if err != nil {
+		return err
+	}
 	b.srv = &protocol.Server{
 		Handler:        b,
 		MaxRequestSize: int32(b.cfg.Int("socket.request.max.bytes")),
 		APIKeys:        apiKeys,
 		Logger:         b.logger,
 		Observe:        b.metrics.observe,
+		IdleTimeout:    idle,
+		Limits:         limits,
 	}
 	b.wg.Add(1)
 	go func() {

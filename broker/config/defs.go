@@ -110,6 +110,19 @@ var BrokerDefs = []Def{
 	{Name: "controlled.shutdown.retry.backoff.ms", Type: Long, Default: "5000", Doc: "wait between controlled shutdown attempts"},
 	{Name: "controller.socket.timeout.ms", Type: Int, Default: "30000", Doc: "timeout of controller-to-broker requests"},
 	{Name: "socket.request.max.bytes", Type: Int, Default: "104857600", Doc: "largest request frame accepted", Valid: atLeast(1)},
+	{Name: "sasl.server.max.receive.size", Type: Int, Default: "524288", Doc: "largest request frame accepted before a connection has authenticated", Valid: atLeast(1)},
+	{Name: "connections.max.idle.ms", Type: Long, Default: "600000", Doc: "close a connection that sent nothing (or stopped sending a frame) for this long; -1 never", Valid: atLeast(-1)},
+	{Name: "max.connections", Type: Int, Default: "2147483647", Doc: "open connections accepted by the broker", Valid: atLeast(0)},
+	{Name: "max.connections.per.ip", Type: Int, Default: "2147483647", Doc: "open connections accepted from one address", Valid: atLeast(0)},
+	{Name: "max.connections.per.ip.overrides", Type: String, Default: "", Doc: "per-address exceptions to max.connections.per.ip: host-or-ip:count,...", Valid: validIPOverrides},
+	// Kafka's default is -1 (no budget); ours keeps a broker's request memory
+	// bounded out of the box: twice socket.request.max.bytes.
+	{Name: "queued.max.request.bytes", Type: Long, Default: "209715200", Doc: "request bytes read but not yet answered, across all connections; -1 no limit", Valid: atLeast(-1)},
+	{Name: "queued.max.requests", Type: Int, Default: "500", Doc: "requests handled at once across all connections", Valid: atLeast(1)},
+	// KIP-578's names. Kafka has no default bound; ours refuses requests whose
+	// assignment alone would exhaust memory (2^31-1 partitions).
+	{Name: "max.partitions", Type: Int, Default: "2147483647", Doc: "partitions in the cluster (KIP-578)", Valid: atLeast(1)},
+	{Name: "max.broker.partitions", Type: Int, Default: "100000", Doc: "partition replicas per broker (KIP-578); creations beyond it fail with POLICY_VIOLATION", Valid: atLeast(1)},
 	{Name: "message.max.bytes", Type: Int, Default: "1048588", Dynamic: true, Doc: "largest record batch accepted", Valid: atLeast(0)},
 	{Name: "request.timeout.ms", Type: Int, Default: "30000", Doc: "timeout of inter-broker requests"},
 	{Name: "log.segment.bytes", Type: Int, Default: "1073741824", Dynamic: true, Doc: "segment size", Valid: atLeast(14)},
@@ -234,4 +247,29 @@ func (d Def) Check(v string) error {
 		return fmt.Errorf("invalid value %q for %s: %v", v, d.Name, err)
 	}
 	return nil
+}
+
+// validIPOverrides checks max.connections.per.ip.overrides: host-or-ip:count pairs.
+func validIPOverrides(v string) error {
+	_, err := ParseIPOverrides(v)
+	return err
+}
+
+// ParseIPOverrides reads max.connections.per.ip.overrides ("host:10,10.0.0.1:20";
+// IPv6 addresses in brackets).
+func ParseIPOverrides(v string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, item := range SplitList(v) {
+		i := strings.LastIndex(item, ":")
+		if i <= 0 {
+			return nil, fmt.Errorf("max.connections.per.ip.overrides: %q is not host:count", item)
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(item[i+1:]))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("max.connections.per.ip.overrides: %q: count must be a number >= 0", item)
+		}
+		host := strings.Trim(strings.TrimSpace(item[:i]), "[]")
+		out[host] = n
+	}
+	return out, nil
 }

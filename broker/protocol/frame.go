@@ -11,20 +11,29 @@ import (
 )
 
 // ErrFrameTooLarge is returned for a size prefix above the configured maximum.
-var ErrFrameTooLarge = errors.New("request frame larger than socket.request.max.bytes")
+var ErrFrameTooLarge = errors.New("request frame too large")
 
 // ReadFrame reads one size-prefixed frame. The size is checked before any
 // allocation, so a hostile 2 GiB prefix costs nothing.
 func ReadFrame(r io.Reader, maxSize int32) ([]byte, error) {
-	var sz [4]byte
-	if _, err := io.ReadFull(r, sz[:]); err != nil {
+	n, err := readSize(r, maxSize, "socket.request.max.bytes")
+	if err != nil {
 		return nil, err
 	}
-	n := int32(binary.BigEndian.Uint32(sz[:]))
-	if n < 0 || n > maxSize {
-		return nil, fmt.Errorf("%w: %d bytes (limit %d)", ErrFrameTooLarge, n, maxSize)
+	return readBody(r, n)
+}
+
+// readSize reads a frame's size prefix and checks it against limit (named by what).
+func readSize(r io.Reader, limit int32, what string) (int, error) {
+	var sz [4]byte
+	if _, err := io.ReadFull(r, sz[:]); err != nil {
+		return 0, err
 	}
-	return readBody(r, int(n))
+	n := int32(binary.BigEndian.Uint32(sz[:]))
+	if n < 0 || n > limit {
+		return 0, fmt.Errorf("%w: %d bytes (limit %d, %s)", ErrFrameTooLarge, n, limit, what)
+	}
+	return int(n), nil
 }
 
 // eagerFrame is the largest frame whose buffer is allocated before its bytes

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -43,10 +44,19 @@ type Server struct {
 	MaxInFlight    int                                     // responses queued per connection
 	Logger         *slog.Logger
 	Observe        Observer
+	// IdleTimeout (connections.max.idle.ms) closes a connection that has sent
+	// nothing and has no answer pending for that long, and one whose frame has
+	// stopped arriving for that long. Zero means never.
+	IdleTimeout time.Duration
+	Limits      Limits
 
 	mu       sync.Mutex
 	conns    map[*Conn]struct{}
+	perIP    map[string]int
+	budget   *byteBudget
+	handling chan struct{} // queued.max.requests
 	closing  bool
+	closed   atomic.Bool
 	draining chan struct{}
 	listener []net.Listener
 	wg       sync.WaitGroup
@@ -59,7 +69,21 @@ type Conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	queue  chan *slot
+	ip     string
+
+	authenticated atomic.Bool
+	lastWrite     atomic.Int64 // unix nanoseconds of the last response written
+	pending       atomic.Int32 // requests read whose answer is not written yet
 }
+
+// Authenticated reports whether the connection has authenticated (always true on
+// listeners without RequireAuth). Until then its frames are limited to
+// Limits.MaxPreAuthRequestSize.
+func (c *Conn) Authenticated() bool { return c.authenticated.Load() }
+
+// SetAuthenticated marks the connection authenticated (after a SASL handshake):
+// from its next frame on, socket.request.max.bytes applies.
+func (c *Conn) SetAuthenticated() { c.authenticated.Store(true) }
 
 // RemoteAddr is the client's address.
 func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
@@ -68,16 +92,22 @@ func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
 func (c *Conn) Context() context.Context { return c.ctx }
 
 type slot struct {
-	h       Header
-	arrived time.Time
-	queued  time.Duration // from arrival until its handler started
-	done    chan struct{}
-	resp    Response
-	once    sync.Once
+	h        Header
+	reserved int64 // queued.max.request.bytes held until the answer is known
+	budget   *byteBudget
+	arrived  time.Time
+	queued   time.Duration // from arrival until its handler started
+	done     chan struct{}
+	resp     Response
+	once     sync.Once
 }
 
-// Serve accepts on ln until it is closed or Shutdown is called.
-func (s *Server) Serve(ln net.Listener) error {
+// Serve accepts on ln until it is closed or Shutdown is called; its connections
+// start authenticated.
+func (s *Server) Serve(ln net.Listener) error { return s.ServeWith(ln, ListenerConfig{}) }
+
+// ServeWith is Serve with per-listener settings.
+func (s *Server) ServeWith(ln net.Listener, lc ListenerConfig) error {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -106,7 +136,7 @@ func (s *Server) Serve(ln net.Listener) error {
 			continue
 		}
 		delay = 0
-		s.startConn(nc)
+		s.startConn(nc, lc)
 	}
 }
 
@@ -117,7 +147,7 @@ func (s *Server) logger() *slog.Logger {
 	return s.Logger
 }
 
-func (s *Server) startConn(nc net.Conn) {
+func (s *Server) startConn(nc net.Conn, lc ListenerConfig) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 		_ = tc.SetKeepAlive(true)
@@ -135,6 +165,17 @@ func (s *Server) startConn(nc net.Conn) {
 		nc.Close()
 		return
 	}
+	ip, ok := s.admit(nc)
+	if !ok {
+		s.mu.Unlock()
+		cancel()
+		nc.Close()
+		s.logger().Warn("connection refused: max.connections or max.connections.per.ip reached", "remote", nc.RemoteAddr().String())
+		return
+	}
+	c.ip = ip
+	c.authenticated.Store(!lc.RequireAuth)
+	c.lastWrite.Store(time.Now().UnixNano())
 	s.conns[c] = struct{}{}
 	s.wg.Add(2)
 	s.mu.Unlock()
@@ -151,7 +192,14 @@ func (s *Server) isClosing() bool {
 func (s *Server) init() {
 	if s.conns == nil {
 		s.conns = map[*Conn]struct{}{}
+		s.perIP = map[string]int{}
 		s.draining = make(chan struct{})
+		if s.Limits.QueuedMaxRequestBytes > 0 {
+			s.budget = newByteBudget(s.Limits.QueuedMaxRequestBytes)
+		}
+		if s.Limits.QueuedMaxRequests > 0 {
+			s.handling = make(chan struct{}, s.Limits.QueuedMaxRequests)
+		}
 	}
 }
 
@@ -168,6 +216,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		close(s.draining)
 	}
 	s.closing = true
+	s.closed.Store(true)
 	for _, ln := range s.listener {
 		ln.Close()
 	}
@@ -196,22 +245,23 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (c *Conn) readLoop() {
 	defer c.srv.wg.Done()
 	defer close(c.queue)
-	br := bufio.NewReaderSize(c.nc, 64<<10)
+	br := bufio.NewReaderSize(idleReader{c}, 64<<10)
 	max := c.srv.MaxRequestSize
 	if max <= 0 {
 		max = 100 << 20
 	}
+	preAuth := c.srv.Limits.MaxPreAuthRequestSize
+	if preAuth <= 0 {
+		preAuth = DefaultMaxPreAuthRequestSize
+	}
 	for {
-		frame, err := ReadFrame(br, max)
+		limit, what := max, "socket.request.max.bytes"
+		if !c.Authenticated() && preAuth < max {
+			limit, what = preAuth, "sasl.server.max.receive.size (not authenticated yet)"
+		}
+		frame, reserved, err := c.readFrame(br, limit, what)
 		if err != nil {
-			if !(isTimeout(err) && c.srv.isClosing()) {
-				// The client hung up (or sent garbage): nobody will read answers, so
-				// parked requests end now instead of pinning the connection.
-				c.cancel()
-			}
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !isTimeout(err) && !errors.Is(err, io.ErrUnexpectedEOF) {
-				c.srv.logger().Warn("closing connection", "remote", c.nc.RemoteAddr().String(), "err", err)
-			}
+			c.readFailed(err)
 			return
 		}
 		arrived := time.Now()
@@ -220,6 +270,7 @@ func (c *Conn) readLoop() {
 			err = errUnsupportedVersion
 		}
 		if err != nil {
+			c.srv.budget.release(reserved)
 			if IsUnsupportedVersion(err) && h.Key == 18 && c.srv.APIKeys != nil {
 				// KIP-511: answer in v0 with the supported versions so the client can retry.
 				resp := &kmsg.ApiVersionsResponse{Version: 0, ErrorCode: kerr.UnsupportedVersion.Code, ApiKeys: c.srv.APIKeys()}
@@ -234,14 +285,108 @@ func (c *Conn) readLoop() {
 				"api_key", h.Key, "version", h.Version, "client_id", h.ClientID, "err", err)
 			return
 		}
-		s := &slot{h: h, arrived: arrived, done: make(chan struct{})}
+		s := &slot{h: h, arrived: arrived, done: make(chan struct{}), reserved: reserved, budget: c.srv.budget}
 		if !c.enqueue(s) {
+			s.finish(Response{None: true})
 			return
 		}
-		if !c.dispatch(s, h, req) {
+		if !c.handle(s, h, req) {
 			return
 		}
 	}
+}
+
+// errIdle ends a connection that sent nothing for connections.max.idle.ms.
+var errIdle = errors.New("idle for connections.max.idle.ms")
+
+// readFrame waits for the next frame (closing the connection when it stays idle),
+// reserves its declared size in the queued.max.request.bytes budget, then reads it.
+func (c *Conn) readFrame(br *bufio.Reader, limit int32, what string) ([]byte, int64, error) {
+	for {
+		_, err := br.Peek(1)
+		if err == nil {
+			break
+		}
+		if !isTimeout(err) || c.srv.closed.Load() {
+			return nil, 0, err
+		}
+		if !c.busy() {
+			return nil, 0, errIdle
+		}
+	}
+	n, err := readSize(br, limit, what)
+	if err != nil {
+		return nil, 0, stalled(err, c.srv.IdleTimeout)
+	}
+	reserved := int64(n)
+	if !c.srv.budget.acquire(c.ctx, c.srv.draining, reserved) {
+		return nil, 0, net.ErrClosed
+	}
+	frame, err := readBody(br, n)
+	if err != nil {
+		c.srv.budget.release(reserved)
+		return nil, 0, stalled(err, c.srv.IdleTimeout)
+	}
+	return frame, reserved, nil
+}
+
+// stalled names a timeout inside a frame: its bytes stopped arriving.
+func stalled(err error, idle time.Duration) error {
+	if isTimeout(err) {
+		return fmt.Errorf("request frame stopped arriving for %s (connections.max.idle.ms): %w", idle, err)
+	}
+	return err
+}
+
+// busy reports whether the connection has answers pending or wrote one within the
+// idle timeout: a client waiting on a long poll is not idle.
+func (c *Conn) busy() bool {
+	return c.pending.Load() > 0 || time.Since(time.Unix(0, c.lastWrite.Load())) < c.srv.IdleTimeout
+}
+
+func (c *Conn) readFailed(err error) {
+	if !(isTimeout(err) && c.srv.closed.Load()) {
+		// The client hung up (or sent garbage, or went idle): nobody will read
+		// answers, so parked requests end now instead of pinning the connection.
+		c.cancel()
+	}
+	switch {
+	case errors.Is(err, errIdle):
+		c.srv.logger().Debug("closing idle connection", "remote", c.nc.RemoteAddr().String())
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, io.ErrUnexpectedEOF):
+	case isTimeout(err) && c.srv.closed.Load():
+	default:
+		c.srv.logger().Warn("closing connection", "remote", c.nc.RemoteAddr().String(), "err", err)
+	}
+}
+
+// idleReader moves the read deadline forward on every read, so a connection
+// times out only when no byte arrives for connections.max.idle.ms; once the
+// server shuts down it stops doing so, letting Shutdown's deadline stand.
+type idleReader struct{ c *Conn }
+
+func (r idleReader) Read(p []byte) (int, error) {
+	srv := r.c.srv
+	if srv.closed.Load() {
+		_ = r.c.nc.SetReadDeadline(time.Now())
+	} else if srv.IdleTimeout > 0 {
+		_ = r.c.nc.SetReadDeadline(time.Now().Add(srv.IdleTimeout))
+	}
+	return r.c.nc.Read(p)
+}
+
+// handle runs the handler within the queued.max.requests bound.
+func (c *Conn) handle(s *slot, h Header, req kmsg.Request) bool {
+	if c.srv.handling != nil {
+		select {
+		case c.srv.handling <- struct{}{}:
+		case <-c.ctx.Done():
+			s.finish(Response{None: true})
+			return false
+		}
+		defer func() { <-c.srv.handling }()
+	}
+	return c.dispatch(s, h, req)
 }
 
 // apiVersionsTooNew reports whether an ApiVersions request is above the version
@@ -259,6 +404,7 @@ func (s *Server) apiVersionsTooNew(v int16) bool {
 }
 
 func (c *Conn) enqueue(s *slot) bool {
+	c.pending.Add(1)
 	select {
 	case c.queue <- s:
 		return true
@@ -286,6 +432,7 @@ func (c *Conn) dispatch(s *slot, h Header, req kmsg.Request) (ok bool) {
 
 func (s *slot) finish(r Response) {
 	s.once.Do(func() {
+		s.budget.release(s.reserved)
 		s.resp = r
 		close(s.done)
 	})
@@ -298,6 +445,9 @@ func (c *Conn) writeLoop() {
 		c.nc.Close()
 		c.srv.mu.Lock()
 		delete(c.srv.conns, c)
+		if c.srv.perIP[c.ip]--; c.srv.perIP[c.ip] <= 0 {
+			delete(c.srv.perIP, c.ip)
+		}
 		c.srv.mu.Unlock()
 		// Drop whatever is still queued so file regions are released.
 		for s := range c.queue {
@@ -341,6 +491,8 @@ func (c *Conn) writeLoop() {
 				return
 			}
 		}
+		c.lastWrite.Store(time.Now().UnixNano())
+		c.pending.Add(-1)
 		if s.resp.None {
 			// Nothing to send (acks=0), but answers before it may still sit in
 			// the buffer.
@@ -366,6 +518,7 @@ func (c *Conn) writeLoop() {
 		if err != nil {
 			return
 		}
+		c.lastWrite.Store(time.Now().UnixNano())
 		if c.srv.Observe != nil {
 			c.srv.Observe(s.h, s.queued, time.Since(s.arrived), n)
 		}
