@@ -91,6 +91,11 @@ func (c *Controller) isLive(id int32) bool {
 	return ok
 }
 
+// brokerSet is the broker set the election rules see.
+func (c *Controller) brokerSet() Brokers {
+	return Brokers{Registered: c.brokers, Stopping: c.shutting}
+}
+
 func (c *Controller) onBrokersFailed(dead []int32) {
 	for _, id := range dead {
 		if s, ok := c.senders[id]; ok {
@@ -133,14 +138,7 @@ func (c *Controller) removeDeadFromIsr(tps []TP) []TP {
 			continue
 		}
 		ok := c.update(tp, func(st *PartitionState) (zkdata.LeaderIsr, bool) {
-			isr := c.liveOnly(st.ISR)
-			if st.Leader < 0 || !c.isLive(st.Leader) || len(isr) == 0 || len(isr) == len(st.ISR) {
-				return st.LeaderIsr, false
-			}
-			nst := st.LeaderIsr
-			nst.ISR = isr
-			nst.LeaderEpoch++
-			return nst, true
+			return dropDeadFromIsr(*st, c.brokerSet())
 		})
 		if ok {
 			changed = append(changed, tp)
@@ -170,16 +168,6 @@ func (c *Controller) onBrokersStarted(born []int32) {
 	c.sendLeaderAndIsr(theirs, born)
 	c.sendLeaderAndIsr(changed, nil)
 	c.sendUpdateMetadata()
-}
-
-func (c *Controller) liveOnly(ids []int32) []int32 {
-	var out []int32
-	for _, id := range ids {
-		if c.isLive(id) && !c.shutting[id] {
-			out = append(out, id)
-		}
-	}
-	return out
 }
 
 // brokerAddr returns a live broker's host:port.

@@ -47,7 +47,9 @@ type Controller struct {
 	states      map[TP]*PartitionState
 	deleting    map[string]bool
 	shutting    map[int32]bool
-	senders     map[int32]*sender
+	senders     map[int32]peer
+	// connect opens the channel to a broker (dial, unless a test records).
+	connect func(id int32, addr string) peer
 
 	snapMu sync.RWMutex
 	snap   Snapshot
@@ -61,7 +63,7 @@ type Snapshot struct {
 }
 
 func newController(ctx context.Context, cfg Config, store coord.Store, epoch, epochVersion int32) *Controller {
-	return &Controller{
+	c := &Controller{
 		ctx: ctx,
 		cfg: cfg, log: cfg.Logger.With("component", "controller", "controller_epoch", epoch),
 		store: store, epoch: epoch, epochVersion: epochVersion,
@@ -71,8 +73,10 @@ func newController(ctx context.Context, cfg Config, store coord.Store, epoch, ep
 		states:      map[TP]*PartitionState{},
 		deleting:    map[string]bool{},
 		shutting:    map[int32]bool{},
-		senders:     map[int32]*sender{},
+		senders:     map[int32]peer{},
 	}
+	c.connect = c.dial
+	return c
 }
 
 // Epoch is the controller epoch.
@@ -153,7 +157,7 @@ func (c *Controller) run(ctx context.Context) {
 		case f := <-c.events:
 			c.safely(f)
 		case <-tick:
-			c.autoRebalance()
+			c.safely(c.autoRebalance)
 		}
 		if c.fenced() {
 			return

@@ -8,4 +8,12 @@
 // partition state with conditional updates, and tells brokers with LeaderAndIsr,
 // UpdateMetadata and StopReplica over the Kafka protocol. All state changes run on
 // one event loop, as in Kafka.
+//
+// The election rules (offline and unclean elections, preferred election, the
+// automatic rebalance, controlled shutdown, reassignment) are pure functions of a
+// partition's state and the broker set, in rules.go; the event handlers in
+// brokers.go, topics.go, elections.go, shutdown.go, reassign.go and admin.go pick
+// the partitions, write what the rules return (state.go, fenced by the
+// controller epoch) and tell the brokers (sender.go). Every event, the
+// rebalance tick included, runs under one panic guard.
 package controller

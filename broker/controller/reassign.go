@@ -77,61 +77,23 @@ func (c *Controller) alterReassignment(tp TP, target []int32) error {
 		}
 		target = c.original(tp)
 	}
-	if len(target) == 0 {
-		return fmt.Errorf("%w: empty replica list", kerr.InvalidReplicaAssignment)
-	}
-	seen := map[int32]bool{}
-	for _, r := range target {
-		if seen[r] {
-			return fmt.Errorf("%w: broker %d listed twice", kerr.InvalidReplicaAssignment, r)
-		}
-		seen[r] = true
-		if !c.isLive(r) {
-			return fmt.Errorf("%w: broker %d is not registered", kerr.InvalidReplicaAssignment, r)
-		}
+	if err := reassignTarget(target, c.brokerSet()); err != nil {
+		return err
 	}
 	ors := c.original(tp)
 	if slices.Equal(ors, target) && !c.inProgress(tp) {
 		return nil
 	}
-	full := slices.Clone(target)
-	for _, r := range ors {
-		if !slices.Contains(full, r) {
-			full = append(full, r)
-		}
-	}
-	var adding, removing []int32
-	for _, r := range target {
-		if !slices.Contains(ors, r) {
-			adding = append(adding, r)
-		}
-	}
-	for _, r := range ors {
-		if !slices.Contains(target, r) {
-			removing = append(removing, r)
-		}
-	}
+	full, adding, removing := reassignPlan(ors, target)
 	if err := c.writeAssignment(tp, full, adding, removing); err != nil {
 		return err
 	}
 	prev := st.Replicas
 	st.Replicas = full
+	// When the leader is being removed (a cancelled or replaced reassignment),
+	// another replica of the new set leads before the old one goes.
 	written := c.update(tp, func(st *PartitionState) (zkdata.LeaderIsr, bool) {
-		nst := st.LeaderIsr
-		nst.ISR = slices.DeleteFunc(slices.Clone(nst.ISR), func(r int32) bool { return !slices.Contains(full, r) })
-		if !slices.Contains(full, nst.Leader) || !c.isLive(nst.Leader) {
-			// The leader is being removed (a cancelled or replaced reassignment):
-			// another replica of the new set leads before the old one goes.
-			nst.Leader = -1
-			for _, r := range full {
-				if c.isLive(r) && slices.Contains(nst.ISR, r) {
-					nst.Leader = r
-					break
-				}
-			}
-		}
-		nst.LeaderEpoch++
-		return nst, true
+		return reassignedState(st.LeaderIsr, full, c.brokerSet()), true
 	})
 	if !written {
 		return fmt.Errorf("%w: the partition state could not be written; retry", kerr.UnknownServerError)
@@ -158,25 +120,11 @@ func (c *Controller) maybeCompleteReassignment(tp TP) {
 	a := c.assignments[tp.Topic]
 	removing := a.Removing[tp.Partition]
 	target := slices.DeleteFunc(slices.Clone(a.Partitions[tp.Partition]), func(r int32) bool { return slices.Contains(removing, r) })
-	for _, r := range target {
-		if !slices.Contains(st.ISR, r) {
-			return
-		}
+	if !reassignDone(st.ISR, target) {
+		return
 	}
 	ok := c.update(tp, func(st *PartitionState) (zkdata.LeaderIsr, bool) {
-		nst := st.LeaderIsr
-		if !slices.Contains(target, nst.Leader) || !c.isLive(nst.Leader) {
-			nst.Leader = -1
-			for _, r := range target {
-				if c.isLive(r) && slices.Contains(st.ISR, r) {
-					nst.Leader = r
-					break
-				}
-			}
-		}
-		nst.ISR = slices.DeleteFunc(slices.Clone(st.ISR), func(r int32) bool { return !slices.Contains(target, r) })
-		nst.LeaderEpoch++
-		return nst, true
+		return reassignedState(st.LeaderIsr, target, c.brokerSet()), true
 	})
 	if !ok {
 		c.log.Warn("completing reassignment: partition state not written; retried on the next ISR change", "partition", tp.String())

@@ -31,26 +31,43 @@ type sender struct {
 	wake  chan struct{}
 }
 
+// A peer carries the controller's requests to one broker: a sender over the
+// Kafka protocol, or a recorder in the package's tests.
+type peer interface {
+	addr() string
+	// send queues req; it never blocks on the broker.
+	send(req kmsg.Request)
+	// stop ends delivery and waits until the peer is idle.
+	stop()
+}
+
 func (c *Controller) ensureSender(id int32) {
 	addr, ok := c.brokerAddr(id)
 	if !ok {
 		return
 	}
 	if s, ok := c.senders[id]; ok {
-		if s.client.Addr == addr {
+		if s.addr() == addr {
 			return
 		}
 		s.stop()
 	}
+	c.senders[id] = c.connect(id, addr)
+}
+
+// dial starts a sender to broker id at addr.
+func (c *Controller) dial(id int32, addr string) peer {
 	ctx, cancel := context.WithCancel(c.ctx)
 	s := &sender{
 		id: id, c: c, cancel: cancel, done: make(chan struct{}),
 		client: &protocol.Client{Addr: addr, ClientID: "ktool-controller"},
 		wake:   make(chan struct{}, 1),
 	}
-	c.senders[id] = s
 	go s.run(ctx)
+	return s
 }
+
+func (s *sender) addr() string { return s.client.Addr }
 
 func (s *sender) stop() {
 	s.cancel()

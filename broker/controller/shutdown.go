@@ -43,16 +43,7 @@ func (c *Controller) controlledShutdown(id int32, epoch int64) ([]TP, error) {
 				continue
 			}
 			moved := c.update(tp, func(st *PartitionState) (zkdata.LeaderIsr, bool) {
-				nst := st.LeaderIsr
-				for _, r := range st.Replicas {
-					if r != id && c.isLive(r) && !c.shutting[r] && slices.Contains(st.ISR, r) {
-						nst.Leader = r
-						nst.ISR = slices.DeleteFunc(slices.Clone(st.ISR), func(x int32) bool { return x == id })
-						nst.LeaderEpoch++
-						return nst, true
-					}
-				}
-				return nst, false
+				return shutdownMoveLeader(*st, id, c.brokerSet())
 			})
 			if moved {
 				changed = append(changed, tp)
@@ -64,13 +55,7 @@ func (c *Controller) controlledShutdown(id int32, epoch int64) ([]TP, error) {
 		}
 		if slices.Contains(st.ISR, id) && len(st.ISR) > 1 {
 			ok := c.update(tp, func(st *PartitionState) (zkdata.LeaderIsr, bool) {
-				if !slices.Contains(st.ISR, id) || len(st.ISR) < 2 || st.Leader == id {
-					return st.LeaderIsr, false
-				}
-				nst := st.LeaderIsr
-				nst.ISR = slices.DeleteFunc(slices.Clone(st.ISR), func(x int32) bool { return x == id })
-				nst.LeaderEpoch++
-				return nst, true
+				return shutdownLeaveIsr(*st, id)
 			})
 			if ok {
 				changed = append(changed, tp)

@@ -133,12 +133,11 @@ func (c *Controller) onNewPartitions(tps []TP) {
 			ok = append(ok, tp)
 			continue
 		}
-		live := c.liveOnly(st.Replicas)
-		if len(live) == 0 {
+		li, live := initialState(st.Replicas, c.brokerSet())
+		if !live {
 			c.log.Warn("new partition has no live replica; it stays offline", "partition", tp.String())
 			continue
 		}
-		li := zkdata.LeaderIsr{Leader: live[0], LeaderEpoch: 0, ISR: live, ControllerEpoch: c.epoch}
 		if c.createState(tp, li) {
 			ok = append(ok, tp)
 		}
