@@ -82,7 +82,7 @@ func handleMetadata(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol
 			// Known to the store but not yet to this broker's metadata: it is
 			// being created (or this broker is catching up).
 			rt.ErrorCode = kerr.LeaderNotAvailable.Code
-		case autoCreate && b.cfg.Bool("auto.create.topics.enable") && name != offsetsTopic:
+		case autoCreate && b.cfg.Settings().AutoCreateTopics && name != offsetsTopic:
 			err := b.createTopic(rc.ctx, topicSpec{Name: name, Partitions: -1, ReplicationFactor: -1})
 			switch {
 			case err == nil, errorCode(err) == kerr.TopicAlreadyExists.Code:

@@ -53,8 +53,8 @@ func (b *Broker) controlledShutdown(ctx context.Context) {
 	if len(b.meta.liveBrokers()) <= 1 {
 		return // nobody to hand leadership to
 	}
-	retries := int(b.cfg.Int("controlled.shutdown.max.retries"))
-	backoff := time.Duration(b.cfg.Int("controlled.shutdown.retry.backoff.ms")) * time.Millisecond
+	retries := b.cfg.Settings().ControlledShutdownTries
+	backoff := b.cfg.Settings().ControlledShutdownBackoff
 	for attempt := 0; attempt <= retries && ctx.Err() == nil; attempt++ {
 		ctrlID := b.meta.controllerID()
 		ep, ok := b.meta.broker(ctrlID)

@@ -71,7 +71,7 @@ func (b *Broker) markForDeletion(ctx context.Context, topic string) error {
 	if topic == "" {
 		return kerr.UnknownTopicID
 	}
-	if !b.cfg.Bool("delete.topic.enable") {
+	if !b.cfg.Settings().DeleteTopicEnable {
 		return kerr.TopicDeletionDisabled
 	}
 	if topic == offsetsTopic {

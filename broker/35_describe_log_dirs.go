@@ -37,7 +37,7 @@ func handleDescribeLogDirs(b *Broker, rc *reqCtx, r kmsg.Request, respond func(p
 		}
 		return false
 	}
-	for _, dir := range b.cfg.LogDirs() {
+	for _, dir := range b.cfg.Settings().LogDirs() {
 		d := kmsg.NewDescribeLogDirsResponseDir()
 		d.Dir = dir
 		var st unix.Statfs_t

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -89,10 +90,10 @@ func (b *Broker) planTopic(spec *topicSpec) error {
 		return nil
 	}
 	if spec.Partitions < 0 {
-		spec.Partitions = int32(b.cfg.Int("num.partitions"))
+		spec.Partitions = b.cfg.Settings().NumPartitions
 	}
 	if spec.ReplicationFactor < 0 {
-		spec.ReplicationFactor = int16(b.cfg.Int("default.replication.factor"))
+		spec.ReplicationFactor = int16(b.cfg.Settings().DefaultReplicationFactor)
 	}
 	if spec.Partitions == 0 {
 		return fmt.Errorf("%w: number of partitions must be larger than 0", kerr.InvalidPartitions)
@@ -235,7 +236,7 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 	if _, _, _, ok := b.meta.topic(offsetsTopic); ok {
 		return nil
 	}
-	rf := b.cfg.Int("offsets.topic.replication.factor")
+	rf := int64(b.cfg.Settings().OffsetsTopicReplicationFactor)
 	live := int64(len(b.liveBrokerIDs()))
 	if b.embedded != nil {
 		// Standalone: one broker is all there will ever be.
@@ -248,11 +249,11 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 			kerr.CoordinatorNotAvailable, rf, live)
 	}
 	err := b.createTopic(ctx, topicSpec{
-		Name: offsetsTopic, Partitions: int32(b.cfg.Int("offsets.topic.num.partitions")), ReplicationFactor: int16(rf),
+		Name: offsetsTopic, Partitions: b.cfg.Settings().OffsetsTopicPartitions, ReplicationFactor: int16(rf),
 		Configs: map[string]string{
 			"cleanup.policy":   "compact",
 			"compression.type": "producer",
-			"segment.bytes":    b.cfg.String("offsets.topic.segment.bytes"),
+			"segment.bytes":    strconv.FormatInt(int64(b.cfg.Settings().OffsetsTopicSegmentBytes), 10),
 		},
 	})
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {

@@ -88,7 +88,7 @@ func New(opts Options) (*Broker, error) {
 	}
 	b := &Broker{
 		cfg: opts.Config, opts: opts, logger: opts.Logger,
-		id:            int32(opts.Config.Int("broker.id")),
+		id:            opts.Config.Settings().BrokerID,
 		meta:          newMetaCache(),
 		ready:         make(chan struct{}),
 		codecs:        opts.Codecs,
@@ -98,7 +98,7 @@ func New(opts Options) (*Broker, error) {
 	if b.codecs == nil {
 		b.codecs = builtinCodecs{}
 	}
-	if _, err := parseListener(b.cfg.List("listeners")); err != nil {
+	if _, err := parseListener(b.cfg.Settings().Listeners); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -168,7 +168,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 			b.closeResources()
 		}
 	}()
-	dirs := b.cfg.LogDirs()
+	dirs := b.cfg.Settings().LogDirs()
 	for _, d := range dirs {
 		f, err := lockDir(d)
 		if err != nil {
@@ -202,12 +202,12 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 			}
 		},
 		Logger:        b.logger,
-		ReplicaLagMax: time.Duration(b.cfg.Int("replica.lag.time.max.ms")) * time.Millisecond,
+		ReplicaLagMax: b.cfg.Settings().ReplicaLagTimeMax,
 		Fetch: replica.FetcherConfig{
-			MaxWait:          time.Duration(b.cfg.Int("replica.fetch.wait.max.ms")) * time.Millisecond,
-			MaxBytes:         int32(b.cfg.Int("replica.fetch.response.max.bytes")),
-			PartitionMaxByte: int32(b.cfg.Int("replica.fetch.max.bytes")),
-			Backoff:          time.Duration(b.cfg.Int("replica.fetch.backoff.ms")) * time.Millisecond,
+			MaxWait:          b.cfg.Settings().ReplicaFetchWaitMax,
+			MaxBytes:         int32(b.cfg.Settings().ReplicaFetchResponseMaxBytes),
+			PartitionMaxByte: int32(b.cfg.Settings().ReplicaFetchMaxBytes),
+			Backoff:          b.cfg.Settings().ReplicaFetchBackoff,
 		},
 	})
 	b.loadTopicConfigs(ctx)
@@ -215,22 +215,22 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 		return err
 	}
 
-	lis, _ := parseListener(b.cfg.List("listeners"))
+	lis, _ := parseListener(b.cfg.Settings().Listeners)
 	ln, err := net.Listen("tcp", net.JoinHostPort(lis.Host, strconv.Itoa(lis.Port)))
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", b.cfg.String("listeners"), err)
+		return fmt.Errorf("listening on %s: %w", strings.Join(b.cfg.Settings().Listeners, ","), err)
 	}
 	b.ln = ln
 	if err := b.resolveAdvertised(ln); err != nil {
 		return err
 	}
-	limits, idle, err := connLimits(ctx, b.cfg)
+	limits, idle, err := connLimits(ctx, b.cfg.Settings())
 	if err != nil {
 		return err
 	}
 	b.srv = &protocol.Server{
 		Handler:        b,
-		MaxRequestSize: int32(b.cfg.Int("socket.request.max.bytes")),
+		MaxRequestSize: int32(b.cfg.Settings().SocketRequestMaxBytes),
 		APIKeys:        apiKeys,
 		Logger:         b.logger,
 		Observe:        b.metrics.observe,
@@ -242,8 +242,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 		defer b.wg.Done()
 		_ = b.srv.Serve(ln)
 	}()
-	b.replicas.Start(time.Duration(b.cfg.Int("log.retention.check.interval.ms"))*time.Millisecond,
-		time.Duration(b.cfg.Int("log.cleaner.backoff.ms"))*time.Millisecond)
+	b.replicas.Start(b.cfg.Settings().LogRetentionCheckInterval, b.cfg.Settings().LogCleanerBackoff)
 
 	b.groups = newGroupCoordinator(ctx, b)
 	if err := b.register(ctx); err != nil {
@@ -264,9 +263,8 @@ func (b *Broker) setupConnector(firstDir string) error {
 		b.connector = b.opts.Connector
 		return nil
 	}
-	if zk := b.cfg.String("zookeeper.connect"); zk != "" {
-		timeout := time.Duration(b.cfg.Int("zookeeper.session.timeout.ms")) * time.Millisecond
-		c, err := zkstore.NewConnector(zk, timeout, b.logger.With("component", "zookeeper"))
+	if zk := b.cfg.Settings().ZooKeeperConnect; zk != "" {
+		c, err := zkstore.NewConnector(zk, b.cfg.Settings().ZooKeeperSessionTimeout, b.logger.With("component", "zookeeper"))
 		if err != nil {
 			return err
 		}
@@ -294,12 +292,12 @@ func (b *Broker) connect(ctx context.Context) (coord.Store, error) {
 		}
 		giveUp := func() error {
 			return fmt.Errorf("connecting to the coordination store (zookeeper.connect=%q): %w (last error: %v)",
-				b.cfg.String("zookeeper.connect"), ctx.Err(), err)
+				b.cfg.Settings().ZooKeeperConnect, ctx.Err(), err)
 		}
 		if ctx.Err() != nil {
 			return nil, giveUp()
 		}
-		b.logger.Error("cannot reach the coordination store; retrying", "zookeeper.connect", b.cfg.String("zookeeper.connect"),
+		b.logger.Error("cannot reach the coordination store; retrying", "zookeeper.connect", b.cfg.Settings().ZooKeeperConnect,
 			"attempt", attempt, "retry_in", backoff, "err", err)
 		select {
 		case <-ctx.Done():
@@ -311,10 +309,10 @@ func (b *Broker) connect(ctx context.Context) (coord.Store, error) {
 }
 
 func (b *Broker) connectTimeout() time.Duration {
-	if v := b.cfg.Int("zookeeper.connection.timeout.ms"); v > 0 {
-		return time.Duration(v) * time.Millisecond
+	if v := b.cfg.Settings().ZooKeeperConnectionTimeout; v > 0 {
+		return v
 	}
-	return time.Duration(b.cfg.Int("zookeeper.session.timeout.ms")) * time.Millisecond
+	return b.cfg.Settings().ZooKeeperSessionTimeout
 }
 
 func (b *Broker) setStore(s coord.Store) {
@@ -390,7 +388,7 @@ func (b *Broker) clusterIDFromStore(ctx context.Context, s coord.Store) (string,
 	if !errors.Is(err, coord.ErrNoNode) {
 		return "", fmt.Errorf("reading the cluster id: %w", err)
 	}
-	id := b.cfg.String("cluster.id")
+	id := b.cfg.Settings().ClusterID
 	if id == "" {
 		var raw [16]byte
 		_, _ = rand.Read(raw[:])
@@ -415,13 +413,13 @@ func (b *Broker) generateBrokerID(ctx context.Context, s coord.Store) (int32, er
 	if err != nil {
 		return 0, fmt.Errorf("generating a broker id: %w", err)
 	}
-	return int32(b.cfg.Int("reserved.broker.max.id")) + st.Version, nil
+	return b.cfg.Settings().ReservedBrokerMaxID + st.Version, nil
 }
 
 func (b *Broker) resolveAdvertised(ln net.Listener) error {
-	adv := b.cfg.List("advertised.listeners")
+	adv := b.cfg.Settings().AdvertisedListeners
 	if len(adv) == 0 {
-		adv = b.cfg.List("listeners")
+		adv = b.cfg.Settings().Listeners
 	}
 	l, err := parseListener(adv)
 	if err != nil {
@@ -432,7 +430,7 @@ func (b *Broker) resolveAdvertised(ln net.Listener) error {
 		port = ln.Addr().(*net.TCPAddr).Port
 	}
 	if host == "" || host == "0.0.0.0" || host == "::" {
-		if h, err := os.Hostname(); err == nil && len(b.cfg.List("advertised.listeners")) > 0 {
+		if h, err := os.Hostname(); err == nil && len(b.cfg.Settings().AdvertisedListeners) > 0 {
 			host = h
 		} else {
 			host = "localhost"
@@ -448,7 +446,7 @@ func (b *Broker) register(ctx context.Context) error {
 	info := zkdata.BrokerInfo{
 		ID: b.id, Host: b.host, Port: b.port,
 		Endpoints: []zkdata.Endpoint{{Listener: "PLAINTEXT", SecurityProtocol: "PLAINTEXT", Host: b.host, Port: b.port}},
-		Rack:      b.cfg.String("broker.rack"),
+		Rack:      b.cfg.Settings().Rack,
 		Timestamp: time.Now(),
 	}
 	data := zkdata.EncodeBrokerInfo(info)
@@ -554,26 +552,26 @@ func (b *Broker) waitReady() {
 func (b *Broker) topicSettings(topic string) replica.Settings {
 	tc := b.cfg.Topic(b.topicOverrides(topic))
 	lc := klog.DefaultConfig()
-	lc.SegmentBytes = tc.Int("segment.bytes")
-	lc.SegmentMs = tc.Int("segment.ms")
-	lc.RetentionMs = tc.Int("retention.ms")
-	lc.RetentionBytes = tc.Int("retention.bytes")
-	lc.IndexIntervalBytes = int(tc.Int("index.interval.bytes"))
-	lc.FlushIntervalMessages = tc.Int("flush.messages")
-	lc.FlushIntervalMs = tc.Int("flush.ms")
-	lc.MaxMessageBytes = int(tc.Int("max.message.bytes"))
-	lc.TimestampType = tc.String("message.timestamp.type")
-	lc.MessageTimestampDifferenceMaxMs = tc.Int("message.timestamp.difference.max.ms")
-	lc.CleanupPolicy = tc.String("cleanup.policy")
-	lc.DeleteRetentionMs = tc.Int("delete.retention.ms")
-	lc.MinCleanableDirtyRatio = tc.Float("min.cleanable.dirty.ratio")
-	lc.MinCompactionLagMs = tc.Int("min.compaction.lag.ms")
-	lc.MaxCompactionLagMs = tc.Int("max.compaction.lag.ms")
-	lc.CleanerDedupeBufferSize = b.cfg.Int("log.cleaner.dedupe.buffer.size")
+	lc.SegmentBytes = int64(tc.SegmentBytes)
+	lc.SegmentMs = config.Millis(tc.SegmentRoll)
+	lc.RetentionMs = config.Millis(tc.Retention)
+	lc.RetentionBytes = int64(tc.RetentionBytes)
+	lc.IndexIntervalBytes = int(tc.IndexIntervalBytes)
+	lc.FlushIntervalMessages = tc.FlushMessages
+	lc.FlushIntervalMs = config.Millis(tc.FlushInterval)
+	lc.MaxMessageBytes = int(tc.MaxMessageBytes)
+	lc.TimestampType = tc.MessageTimestampType
+	lc.MessageTimestampDifferenceMaxMs = config.Millis(tc.MessageTimestampDiffMax)
+	lc.CleanupPolicy = tc.CleanupPolicy
+	lc.DeleteRetentionMs = config.Millis(tc.DeleteRetention)
+	lc.MinCleanableDirtyRatio = tc.MinCleanableDirtyRatio
+	lc.MinCompactionLagMs = config.Millis(tc.MinCompactionLag)
+	lc.MaxCompactionLagMs = config.Millis(tc.MaxCompactionLag)
+	lc.CleanerDedupeBufferSize = int64(b.cfg.Settings().LogCleanerDedupeBuffer)
 	if lc.FlushIntervalMs <= 0 {
 		lc.FlushIntervalMs = math.MaxInt64
 	}
-	return replica.Settings{Log: lc, MinISR: int(tc.Int("min.insync.replicas"))}
+	return replica.Settings{Log: lc, MinISR: tc.MinInsyncReplicas}
 }
 
 // Shutdown leaves the cluster cleanly: controlled shutdown (moving leaderships
@@ -596,7 +594,7 @@ func (b *Broker) stop(ctx context.Context, controlled bool) error {
 		if b.cancel == nil {
 			return
 		}
-		if controlled && b.cfg.Bool("controlled.shutdown.enable") {
+		if controlled && b.cfg.Settings().ControlledShutdown {
 			b.controlledShutdown(ctx)
 		}
 		if !controlled {

@@ -25,8 +25,7 @@ func (builtinCodecs) CodecByID(_ context.Context, id int8) (codec.Codec, error) 
 // "producer" (the default) the bytes are returned untouched: no codec is called
 // on the produce path.
 func (b *Broker) maybeRecompress(ctx context.Context, topic string, records []byte) ([]byte, error) {
-	v, _ := b.cfg.TopicValue("compression.type", b.topicOverrides(topic))
-	ct := v.Value
+	ct := b.cfg.TopicCompression(b.topicOverrides(topic))
 	if ct == "producer" || ct == "" {
 		return records, nil
 	}

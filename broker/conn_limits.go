@@ -13,13 +13,9 @@ import (
 // connLimits reads the connection and queue settings (Kafka's names) for the
 // protocol server. Host names in max.connections.per.ip.overrides are resolved
 // once, at start, as Kafka does.
-func connLimits(ctx context.Context, cfg *config.Broker) (protocol.Limits, time.Duration, error) {
-	raw, err := config.ParseIPOverrides(cfg.String("max.connections.per.ip.overrides"))
-	if err != nil {
-		return protocol.Limits{}, 0, err
-	}
+func connLimits(ctx context.Context, s *config.Settings) (protocol.Limits, time.Duration, error) {
 	overrides := map[string]int{}
-	for host, n := range raw {
+	for host, n := range s.MaxConnectionsPerIPOverrides {
 		if ip := net.ParseIP(host); ip != nil {
 			overrides[ip.String()] = n
 			continue
@@ -33,18 +29,18 @@ func connLimits(ctx context.Context, cfg *config.Broker) (protocol.Limits, time.
 		}
 	}
 	l := protocol.Limits{
-		MaxConnections:               int(cfg.Int("max.connections")),
-		MaxConnectionsPerIP:          int(cfg.Int("max.connections.per.ip")),
+		MaxConnections:               s.MaxConnections,
+		MaxConnectionsPerIP:          s.MaxConnectionsPerIP,
 		MaxConnectionsPerIPOverrides: overrides,
-		QueuedMaxRequests:            int(cfg.Int("queued.max.requests")),
-		MaxPreAuthRequestSize:        int32(cfg.Int("sasl.server.max.receive.size")),
+		QueuedMaxRequests:            s.QueuedMaxRequests,
+		MaxPreAuthRequestSize:        int32(s.SASLServerMaxReceiveSize),
 	}
-	if v := cfg.Int("queued.max.request.bytes"); v > 0 {
-		l.QueuedMaxRequestBytes = v
+	if v := s.QueuedMaxRequestBytes; v > 0 {
+		l.QueuedMaxRequestBytes = int64(v)
 	}
 	var idle time.Duration
-	if v := cfg.Int("connections.max.idle.ms"); v > 0 {
-		idle = time.Duration(v) * time.Millisecond
+	if v := s.ConnectionsMaxIdle; v > 0 {
+		idle = v
 	}
 	return l, idle, nil
 }

@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/ktoolhq/ktool/broker/controller"
 	"github.com/ktoolhq/ktool/broker/coord"
@@ -21,17 +20,17 @@ type controllerRunner struct {
 }
 
 func newControllerRunner(b *Broker) *controllerRunner {
-	cfg := b.cfg
+	cfg, s := b.cfg, b.cfg.Settings()
 	return &controllerRunner{b: b, elector: controller.NewElector(controller.Config{
 		BrokerID: b.id,
 		Logger:   b.logger,
 		Unclean: func(topic string) bool {
-			return cfg.Topic(b.topicOverrides(topic)).Bool("unclean.leader.election.enable")
+			return cfg.Topic(b.topicOverrides(topic)).UncleanLeaderElection
 		},
-		AutoRebalance:          cfg.Bool("auto.leader.rebalance.enable"),
-		ImbalancePercentage:    int(cfg.Int("leader.imbalance.per.broker.percentage")),
-		ImbalanceCheckInterval: time.Duration(cfg.Int("leader.imbalance.check.interval.seconds")) * time.Second,
-		RequestTimeout:         time.Duration(cfg.Int("controller.socket.timeout.ms")) * time.Millisecond,
+		AutoRebalance:          s.AutoLeaderRebalance,
+		ImbalancePercentage:    s.LeaderImbalancePercentage,
+		ImbalanceCheckInterval: s.LeaderImbalanceCheckPeriod,
+		RequestTimeout:         s.ControllerSocketTimeout,
 	})}
 }
 

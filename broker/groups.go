@@ -3,7 +3,6 @@ package broker
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -18,8 +17,8 @@ import (
 // topic exists, as Kafka does, so changing offsets.topic.num.partitions later
 // does not move every group away from its committed offsets.
 func newGroupCoordinator(ctx context.Context, b *Broker) *group.Coordinator {
-	ms := func(key string) time.Duration { return time.Duration(b.cfg.Int(key)) * time.Millisecond }
-	n := int32(b.cfg.Int("offsets.topic.num.partitions"))
+	s := b.cfg.Settings()
+	n := s.OffsetsTopicPartitions
 	if data, _, err := b.Store().Get(ctx, zkdata.TopicPath(offsetsTopic)); err == nil {
 		if a, err := zkdata.DecodeTopicAssignment(data); err == nil && len(a.Partitions) > 0 {
 			if int32(len(a.Partitions)) != n {
@@ -33,12 +32,12 @@ func newGroupCoordinator(ctx context.Context, b *Broker) *group.Coordinator {
 		BrokerID:              b.id,
 		NumPartitions:         n,
 		Log:                   offsetsLog{b},
-		InitialRebalanceDelay: ms("group.initial.rebalance.delay.ms"),
-		MinSessionTimeout:     ms("group.min.session.timeout.ms"),
-		MaxSessionTimeout:     ms("group.max.session.timeout.ms"),
-		MaxGroupSize:          int(b.cfg.Int("group.max.size")),
-		OffsetsRetention:      time.Duration(b.cfg.Int("offsets.retention.minutes")) * time.Minute,
-		OffsetsRetentionCheck: ms("offsets.retention.check.interval.ms"),
+		InitialRebalanceDelay: s.GroupInitialRebalanceDelay,
+		MinSessionTimeout:     s.GroupMinSessionTimeout,
+		MaxSessionTimeout:     s.GroupMaxSessionTimeout,
+		MaxGroupSize:          s.GroupMaxSize,
+		OffsetsRetention:      s.OffsetsRetention,
+		OffsetsRetentionCheck: s.OffsetsRetentionCheckInterval,
 		Logger:                b.logger.With("component", "group-coordinator"),
 	})
 }
@@ -76,8 +75,7 @@ func (o offsetsLog) Append(ctx context.Context, partition int32, batch []byte) (
 	if err != nil {
 		return -1, err
 	}
-	timeout := time.Duration(o.b.cfg.Int("offsets.commit.timeout.ms")) * time.Millisecond
-	wctx, cancel := context.WithTimeout(ctx, timeout)
+	wctx, cancel := context.WithTimeout(ctx, o.b.cfg.Settings().OffsetsCommitTimeout)
 	defer cancel()
 	if err := p.WaitReplicated(wctx, res.LastOffset); err != nil {
 		return -1, err

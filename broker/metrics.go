@@ -91,7 +91,7 @@ func (m *metrics) fetched(parts []fetchPart, follower bool) {
 
 // serve starts the HTTP listener when metrics.listener is set.
 func (m *metrics) serve() error {
-	addr := m.b.cfg.String("metrics.listener")
+	addr := m.b.cfg.Settings().MetricsListener
 	if addr == "" {
 		return nil
 	}

@@ -11,7 +11,8 @@ import (
 // Broker holds a broker's settings: static ones (properties file and flags) and
 // dynamic ones (per-broker and cluster-default overrides kept in the coordination store).
 type Broker struct {
-	static map[string]string
+	static   map[string]string
+	settings *Settings
 
 	mu             sync.RWMutex
 	dynamic        map[string]string
@@ -42,16 +43,25 @@ func NewBroker(props map[string]string) (*Broker, error) {
 		}
 		b.static[k] = v
 	}
-	if b.Int("broker.id") < -1 {
+	s := &Settings{}
+	if err := decode(s, BrokerDefs, b.Get, false); err != nil {
+		return nil, err
+	}
+	if s.BrokerID < -1 {
 		return nil, fmt.Errorf("broker.id must be -1 (generate) or at least 0")
 	}
-	if b.Int("replica.fetch.wait.max.ms") >= b.Int("replica.lag.time.max.ms") {
+	if s.ReplicaFetchWaitMax >= s.ReplicaLagTimeMax {
 		// A follower parked in a long poll would look out of sync (Kafka's rule too).
 		return nil, fmt.Errorf("replica.fetch.wait.max.ms (%d) must be less than replica.lag.time.max.ms (%d)",
-			b.Int("replica.fetch.wait.max.ms"), b.Int("replica.lag.time.max.ms"))
+			s.ReplicaFetchWaitMax.Milliseconds(), s.ReplicaLagTimeMax.Milliseconds())
 	}
+	b.settings = s
 	return b, nil
 }
+
+// Settings returns the static settings, typed. They never change; callers must
+// not modify them.
+func (b *Broker) Settings() *Settings { return b.settings }
 
 // Value is a resolved setting.
 type Value struct {
@@ -80,33 +90,6 @@ func (b *Broker) Get(name string) Value {
 	}
 	return Value{Name: name, Value: d.Default, Null: d.Null, Source: SourceDefault}
 }
-
-// IsSet reports whether name has a non-default value.
-func (b *Broker) IsSet(name string) bool { return b.Get(name).Source != SourceDefault }
-
-// String returns a setting's value ("" when null).
-func (b *Broker) String(name string) string { return b.Get(name).Value }
-
-// Int returns an integer setting (0 when null or invalid).
-func (b *Broker) Int(name string) int64 {
-	n, _ := strconv.ParseInt(b.Get(name).Value, 10, 64)
-	return n
-}
-
-// Bool returns a boolean setting.
-func (b *Broker) Bool(name string) bool {
-	v, _ := strconv.ParseBool(b.Get(name).Value)
-	return v
-}
-
-// Float returns a floating-point setting.
-func (b *Broker) Float(name string) float64 {
-	v, _ := strconv.ParseFloat(b.Get(name).Value, 64)
-	return v
-}
-
-// List returns a comma-separated setting as a slice.
-func (b *Broker) List(name string) []string { return SplitList(b.Get(name).Value) }
 
 // SplitList splits a comma-separated value, dropping blanks.
 func SplitList(v string) []string {
@@ -151,14 +134,6 @@ func (b *Broker) All() []Value {
 	return out
 }
 
-// LogDirs is log.dirs, else log.dir.
-func (b *Broker) LogDirs() []string {
-	if dirs := b.List("log.dirs"); len(dirs) > 0 {
-		return dirs
-	}
-	return []string{b.String("log.dir")}
-}
-
 // TopicValue resolves one topic config given the topic's overrides: the override,
 // then the broker synonyms (scaled), then the default.
 func (b *Broker) TopicValue(name string, overrides map[string]string) (Value, []Value) {
@@ -196,38 +171,33 @@ func (b *Broker) TopicValue(name string, overrides map[string]string) (Value, []
 	return *chosen, synonyms
 }
 
-// Topic resolves all topic configs for a topic with the given overrides.
-func (b *Broker) Topic(overrides map[string]string) Topic {
-	t := Topic{values: map[string]string{}}
-	for _, d := range TopicDefs {
-		v, _ := b.TopicValue(d.Name, overrides)
-		t.values[d.Name] = v.Value
+// Topic resolves the configs of a topic with the given overrides, typed. An
+// override that is not valid (written to the store around the broker's checks)
+// is passed over, as if it were not set; a dynamic broker value that is not
+// valid gives way to the default.
+func (b *Broker) Topic(overrides map[string]string) TopicSettings {
+	valid := make(map[string]string, len(overrides))
+	for k, v := range overrides {
+		if d, ok := LookupTopic(k); ok && d.Check(v) == nil {
+			valid[k] = v
+		}
 	}
+	var t TopicSettings
+	get := func(name string) Value {
+		v, _ := b.TopicValue(name, valid)
+		return v
+	}
+	// Only a default that does not parse could fail, and the tests decode
+	// every default.
+	_ = decode(&t, TopicDefs, get, true)
 	return t
 }
 
-// Topic is a resolved set of topic configs.
-type Topic struct{ values map[string]string }
-
-// String returns a topic config.
-func (t Topic) String(name string) string { return t.values[name] }
-
-// Int returns an integer topic config.
-func (t Topic) Int(name string) int64 {
-	n, _ := strconv.ParseInt(t.values[name], 10, 64)
-	return n
-}
-
-// Bool returns a boolean topic config.
-func (t Topic) Bool(name string) bool {
-	v, _ := strconv.ParseBool(t.values[name])
-	return v
-}
-
-// Float returns a floating-point topic config.
-func (t Topic) Float(name string) float64 {
-	v, _ := strconv.ParseFloat(t.values[name], 64)
-	return v
+// TopicCompression is a topic's compression.type, resolved as Topic does; the
+// produce path reads it on every request.
+func (b *Broker) TopicCompression(overrides map[string]string) string {
+	v, _ := b.TopicValue("compression.type", overrides)
+	return v.Value
 }
 
 // ValidateTopicConfigs checks names and values of topic config overrides.

@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseProperties(t *testing.T) {
@@ -40,22 +41,22 @@ func TestTopicSynonyms(t *testing.T) {
 		t.Fatal(err)
 	}
 	tc := b.Topic(nil)
-	if got := tc.Int("retention.ms"); got != 2*3600000 {
-		t.Errorf("retention.ms = %d, want from log.retention.hours", got)
+	if got := tc.Retention; got != 2*time.Hour {
+		t.Errorf("retention.ms = %v, want from log.retention.hours", got)
 	}
-	if got := tc.Int("segment.bytes"); got != 1000 {
+	if got := tc.SegmentBytes; got != 1000 {
 		t.Errorf("segment.bytes = %d", got)
 	}
-	if got := tc.Int("segment.ms"); got != 168*3600000 {
-		t.Errorf("segment.ms = %d", got)
+	if got := tc.SegmentRoll; got != 168*time.Hour {
+		t.Errorf("segment.ms = %v", got)
 	}
 	v, syn := b.TopicValue("retention.ms", map[string]string{"retention.ms": "5"})
 	if v.Value != "5" || v.Source != SourceDynamicTopic || len(syn) < 2 {
 		t.Errorf("override: %+v %+v", v, syn)
 	}
 	b.SetDynamic(map[string]string{"log.retention.ms": "7"})
-	if got := b.Topic(nil).Int("retention.ms"); got != 7 {
-		t.Errorf("dynamic log.retention.ms not used: %d", got)
+	if got := b.Topic(nil).Retention; got != 7*time.Millisecond {
+		t.Errorf("dynamic log.retention.ms not used: %v", got)
 	}
 	if err := ValidateTopicConfigs(map[string]string{"cleanup.policy": "compact,delete"}); err != nil {
 		t.Error(err)

@@ -48,6 +48,10 @@ type Def struct {
 	// Scale converts a synonym's value to the topic config's unit (hours -> ms).
 	Scale map[string]int64
 	Valid func(string) error
+	// Ignored: accepted (a Kafka configuration keeps working) and validated, but
+	// nothing in ktool reads it; the Doc says so. Every other setting is read
+	// through Settings or TopicSettings (TestEveryDefinedKeyIsRead).
+	Ignored bool
 }
 
 func oneOf(vals ...string) func(string) error {
@@ -104,7 +108,7 @@ var BrokerDefs = []Def{
 	{Name: "replica.fetch.response.max.bytes", Type: Int, Default: "10485760", Doc: "bytes per follower fetch response"},
 	{Name: "replica.fetch.wait.max.ms", Type: Int, Default: "500", Doc: "follower fetch long-poll time"},
 	{Name: "replica.fetch.backoff.ms", Type: Int, Default: "1000", Doc: "sleep after a failed follower fetch"},
-	{Name: "replica.high.watermark.checkpoint.interval.ms", Type: Long, Default: "5000", Doc: "how often high watermarks are checkpointed"},
+	{Name: "replica.high.watermark.checkpoint.interval.ms", Type: Long, Default: "5000", Ignored: true, Doc: "how often high watermarks are checkpointed; accepted and ignored"},
 	{Name: "controlled.shutdown.enable", Type: Bool, Default: "true", Doc: "move leaderships away before a clean shutdown"},
 	{Name: "controlled.shutdown.max.retries", Type: Int, Default: "3", Doc: "controlled shutdown attempts"},
 	{Name: "controlled.shutdown.retry.backoff.ms", Type: Long, Default: "5000", Doc: "wait between controlled shutdown attempts"},
@@ -121,10 +125,10 @@ var BrokerDefs = []Def{
 	{Name: "queued.max.requests", Type: Int, Default: "500", Doc: "requests handled at once across all connections", Valid: atLeast(1)},
 	// KIP-578's names. Kafka has no default bound; ours refuses requests whose
 	// assignment alone would exhaust memory (2^31-1 partitions).
-	{Name: "max.partitions", Type: Int, Default: "2147483647", Doc: "partitions in the cluster (KIP-578)", Valid: atLeast(1)},
-	{Name: "max.broker.partitions", Type: Int, Default: "100000", Doc: "partition replicas per broker (KIP-578); creations beyond it fail with POLICY_VIOLATION", Valid: atLeast(1)},
+	{Name: "max.partitions", Type: Int, Default: "2147483647", Ignored: true, Doc: "partitions in the cluster (KIP-578); accepted and ignored (not enforced yet)", Valid: atLeast(1)},
+	{Name: "max.broker.partitions", Type: Int, Default: "100000", Ignored: true, Doc: "partition replicas per broker (KIP-578); accepted and ignored (not enforced yet)", Valid: atLeast(1)},
 	{Name: "message.max.bytes", Type: Int, Default: "1048588", Dynamic: true, Doc: "largest record batch accepted", Valid: atLeast(0)},
-	{Name: "request.timeout.ms", Type: Int, Default: "30000", Doc: "timeout of inter-broker requests"},
+	{Name: "request.timeout.ms", Type: Int, Default: "30000", Ignored: true, Doc: "timeout of inter-broker requests; accepted and ignored (controller requests use controller.socket.timeout.ms)"},
 	{Name: "log.segment.bytes", Type: Int, Default: "1073741824", Dynamic: true, Doc: "segment size", Valid: atLeast(14)},
 	{Name: "log.roll.ms", Type: Long, Null: true, Dynamic: true, Doc: "roll a segment after this long"},
 	{Name: "log.roll.hours", Type: Int, Default: "168", Doc: "roll a segment after this many hours"},
@@ -136,7 +140,7 @@ var BrokerDefs = []Def{
 	{Name: "log.flush.interval.messages", Type: Long, Default: maxLong, Dynamic: true, Doc: "fsync after this many messages", Valid: atLeast(1)},
 	{Name: "log.flush.interval.ms", Type: Long, Null: true, Dynamic: true, Doc: "fsync data older than this; null uses log.flush.scheduler.interval.ms"},
 	{Name: "log.flush.scheduler.interval.ms", Type: Long, Default: maxLong, Doc: "how often the flusher checks logs"},
-	{Name: "log.flush.offset.checkpoint.interval.ms", Type: Int, Default: "60000", Doc: "how often recovery points are checkpointed"},
+	{Name: "log.flush.offset.checkpoint.interval.ms", Type: Int, Default: "60000", Ignored: true, Doc: "how often recovery points are checkpointed; accepted and ignored"},
 	{Name: "log.index.interval.bytes", Type: Int, Default: "4096", Dynamic: true, Doc: "bytes between offset-index entries", Valid: atLeast(0)},
 	{Name: "log.message.timestamp.type", Type: String, Default: "CreateTime", Dynamic: true, Doc: "CreateTime or LogAppendTime", Valid: oneOf("CreateTime", "LogAppendTime")},
 	{Name: "log.cleanup.policy", Type: List, Default: "delete", Dynamic: true, Doc: "delete, compact or both", Valid: validCleanup},
@@ -158,8 +162,8 @@ var BrokerDefs = []Def{
 	{Name: "group.min.session.timeout.ms", Type: Int, Default: "6000", Doc: "smallest session timeout a member may ask for"},
 	{Name: "group.max.session.timeout.ms", Type: Int, Default: "1800000", Doc: "largest session timeout a member may ask for"},
 	{Name: "group.max.size", Type: Int, Default: "2147483647", Doc: "most members of one group"},
-	{Name: "transactional.id.expiration.ms", Type: Int, Default: "604800000", Doc: "kept for compatibility; transactions are not supported"},
-	{Name: "producer.id.expiration.ms", Type: Int, Default: "86400000", Doc: "producer state of idle producers expires after this"},
+	{Name: "transactional.id.expiration.ms", Type: Int, Default: "604800000", Ignored: true, Doc: "accepted and ignored; transactions are not supported"},
+	{Name: "producer.id.expiration.ms", Type: Int, Default: "86400000", Ignored: true, Doc: "producer state of idle producers expires after this; accepted and ignored"},
 	{Name: "metrics.listener", Type: String, Null: true, Doc: "host:port of the Prometheus metrics and health HTTP listener (ktool)"},
 	{Name: "cluster.id", Type: String, Null: true, Doc: "cluster id to use when the store has none yet (ktool)"},
 }
@@ -169,7 +173,7 @@ var TopicDefs = []Def{
 	{Name: "cleanup.policy", Type: List, Default: "delete", Synonyms: []string{"log.cleanup.policy"}, Valid: validCleanup},
 	{Name: "compression.type", Type: String, Default: "producer", Synonyms: []string{"compression.type"}, Valid: oneOf(compressionTypes...)},
 	{Name: "delete.retention.ms", Type: Long, Default: "86400000", Synonyms: []string{"log.cleaner.delete.retention.ms"}, Valid: atLeast(0)},
-	{Name: "file.delete.delay.ms", Type: Long, Default: "60000", Synonyms: []string{"log.segment.delete.delay.ms"}, Valid: atLeast(0)},
+	{Name: "file.delete.delay.ms", Type: Long, Default: "60000", Synonyms: []string{"log.segment.delete.delay.ms"}, Ignored: true, Doc: "delay before a deleted segment's files are removed; accepted and ignored", Valid: atLeast(0)},
 	{Name: "flush.messages", Type: Long, Default: maxLong, Synonyms: []string{"log.flush.interval.messages"}, Valid: atLeast(1)},
 	{Name: "flush.ms", Type: Long, Default: maxLong, Synonyms: []string{"log.flush.interval.ms", "log.flush.scheduler.interval.ms"}, Valid: atLeast(0)},
 	{Name: "index.interval.bytes", Type: Int, Default: "4096", Synonyms: []string{"log.index.interval.bytes"}, Valid: atLeast(0)},
@@ -187,8 +191,8 @@ var TopicDefs = []Def{
 	{Name: "segment.ms", Type: Long, Default: "604800000", Synonyms: []string{"log.roll.ms", "log.roll.hours"},
 		Scale: map[string]int64{"log.roll.hours": 3600000}, Valid: atLeast(1)},
 	{Name: "unclean.leader.election.enable", Type: Bool, Default: "false", Synonyms: []string{"unclean.leader.election.enable"}},
-	{Name: "message.downconversion.enable", Type: Bool, Default: "true", Doc: "accepted for compatibility; ktool never down-converts"},
-	{Name: "preallocate", Type: Bool, Default: "false", Doc: "accepted for compatibility"},
+	{Name: "message.downconversion.enable", Type: Bool, Default: "true", Ignored: true, Doc: "accepted and ignored: ktool never down-converts"},
+	{Name: "preallocate", Type: Bool, Default: "false", Ignored: true, Doc: "preallocate segment files; accepted and ignored"},
 }
 
 func validCleanup(v string) error {

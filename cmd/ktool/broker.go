@@ -140,7 +140,7 @@ func runBrokerStart(ctx context.Context, f *cmdutil.Factory, opts *brokerStartOp
 		return err
 	}
 	mode := "standalone (embedded coordination store)"
-	if zk := cfg.String("zookeeper.connect"); zk != "" {
+	if zk := cfg.Settings().ZooKeeperConnect; zk != "" {
 		mode = "ZooKeeper " + zk
 	}
 	select {

@@ -83,10 +83,10 @@ func New(opts Options) (*Supervisor, error) {
 		if err != nil {
 			return nil, fmt.Errorf("supervisor: broker %d: %w", bs.ID, err)
 		}
-		if got := int32(cfg.Int("broker.id")); got != bs.ID {
+		if got := cfg.Settings().BrokerID; got != bs.ID {
 			return nil, fmt.Errorf("supervisor: broker %d has broker.id=%d", bs.ID, got)
 		}
-		if zk := cfg.String("zookeeper.connect"); zk != "" {
+		if zk := cfg.Settings().ZooKeeperConnect; zk != "" {
 			return nil, fmt.Errorf("supervisor: broker %d sets zookeeper.connect=%s; supervised brokers share the embedded store", bs.ID, zk)
 		}
 		if bs.LogFile == "" {

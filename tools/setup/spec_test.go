@@ -99,7 +99,7 @@ func TestWriteFilesRoundTrip(t *testing.T) {
 		"metrics.listener": "127.0.0.1:19002", "min.insync.replicas": "2", "default.replication.factor": "3",
 		"compression.type": "zstd", "log.segment.bytes": "1048576", "log.dirs": filepath.Join(dir, "broker-2", "data"),
 	} {
-		if got := cfg.String(k); got != want {
+		if got := cfg.Get(k).Value; got != want {
 			t.Errorf("%s = %q, want %q", k, got, want)
 		}
 	}
