@@ -12,6 +12,7 @@ import (
 
 	"github.com/ktoolhq/ktool/broker"
 	"github.com/ktoolhq/ktool/broker/config"
+	"github.com/ktoolhq/ktool/internal/brokerproc"
 	"github.com/ktoolhq/ktool/plugins"
 	"github.com/ktoolhq/ktool/tools/brokerinfo"
 	"github.com/ktoolhq/ktool/tools/cmdutil"
@@ -145,8 +146,8 @@ func runBrokerStart(ctx context.Context, f *cmdutil.Factory, opts *brokerStartOp
 	}
 	select {
 	case <-b.Ready():
-		fmt.Fprintf(f.IO.Out, "ktool broker %d ready: listening on %s, advertised as %s, cluster %s, %s\n",
-			b.ID(), b.Addr(), b.AdvertisedAddr(), b.ClusterID(), mode)
+		fmt.Fprintln(f.IO.Out, brokerproc.ReadyLine(brokerproc.Ready{
+			ID: b.ID(), Addr: b.Addr(), Advertised: b.AdvertisedAddr(), ClusterID: b.ClusterID(), Mode: mode}))
 	case <-ctx.Done():
 	}
 	<-ctx.Done()

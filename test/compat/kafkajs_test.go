@@ -194,7 +194,7 @@ func TestKafkajsAdmin(t *testing.T) {
 	}
 	steps["describeCluster"].result(t, &cluster)
 	if len(cluster.Brokers) != 1 || cluster.Brokers[0].NodeID != 0 || cluster.Brokers[0].Host != "127.0.0.1" ||
-		cluster.Brokers[0].Port != b.port || cluster.Controller != 0 || cluster.ClusterID == "" {
+		cluster.Brokers[0].Port != b.Port() || cluster.Controller != 0 || cluster.ClusterID == "" {
 		t.Errorf("describeCluster: %+v", cluster)
 	}
 }

@@ -817,8 +817,8 @@ func TestKcatRollingKill(t *testing.T) {
 	for _, b := range c.brokers {
 		b.Kill()
 		write()
-		if err := b.launch(90 * time.Second); err != nil {
-			t.Fatalf("restarting broker %d: %v", b.id, err)
+		if err := b.Restart(); err != nil {
+			t.Fatalf("restarting broker %d: %v", b.ID(), err)
 		}
 		write()
 	}
@@ -866,7 +866,7 @@ func TestKcatRestartedBrokerMetadata(t *testing.T) {
 	b1.Kill()
 	b0.Kill()
 	ready := make(chan error, 1)
-	go func() { ready <- b0.launch(90 * time.Second) }()
+	go func() { ready <- b0.Restart() }()
 
 	answers := map[string]int{}
 	for done := false; !done; {

@@ -1,14 +1,11 @@
 package compat
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,15 +13,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/ktoolhq/ktool/internal/brokerproc"
+	"github.com/ktoolhq/ktool/internal/brokerproc/proctest"
 	"github.com/ktoolhq/ktool/internal/testbin"
-	"github.com/ktoolhq/ktool/internal/zktest"
 )
 
 // The binary under test is built on first use (internal/testbin), so a run
@@ -97,123 +94,20 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// broker is one `ktool broker start` child process.
+// broker is one `ktool broker start` child process (internal/brokerproc).
 type broker struct {
-	id   int32
-	port int
-	dir  string
-	args []string
-	logs *syncBuffer
-
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
+	*brokerproc.Broker
 }
 
-// Addr is the broker's host:port.
-func (b *broker) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(b.port)) }
-
-// launch runs the broker and waits for its ready line.
-func (b *broker) launch(readyWithin time.Duration) error {
-	bin, err := ktool()
-	if err != nil {
-		return err
-	}
-	args := append([]string{"broker", "start",
-		"--broker-id", strconv.Itoa(int(b.id)),
-		"--listeners", "PLAINTEXT://" + b.Addr(),
-		"--log-dirs", b.dir,
-	}, b.args...)
-	cmd := exec.Command(bin, args...)
-	cmd.Stderr = b.logs
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	done := make(chan struct{})
-	b.mu.Lock()
-	b.cmd, b.done = cmd, done
-	b.mu.Unlock()
-	ready := make(chan struct{}, 1)
-	readyLine := fmt.Sprintf("ktool broker %d ready: listening on %s", b.id, b.Addr())
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), readyLine) {
-				select {
-				case ready <- struct{}{}:
-				default:
-				}
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-		_ = cmd.Wait()
-		close(done)
-	}()
-	select {
-	case <-ready:
-		return nil
-	case <-done:
-		return fmt.Errorf("broker %d exited before it was ready", b.id)
-	case <-time.After(readyWithin):
-		_ = cmd.Process.Kill()
-		<-done
-		return fmt.Errorf("broker %d not ready within %v", b.id, readyWithin)
-	}
-}
-
-// signal sends sig and waits up to wait for the process to exit, then kills it.
-func (b *broker) signal(sig syscall.Signal, wait time.Duration) {
-	b.mu.Lock()
-	cmd, done := b.cmd, b.done
-	b.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	select {
-	case <-done:
-		return
-	default:
-	}
-	_ = cmd.Process.Signal(sig)
-	select {
-	case <-done:
-	case <-time.After(wait):
-		_ = cmd.Process.Kill()
-		<-done
-	}
-}
-
-// Kill sends SIGKILL and waits until the process is gone.
-func (b *broker) Kill() { b.signal(syscall.SIGKILL, time.Minute) }
-
-// newBroker prepares broker id on a free port and starts it; it is stopped when
-// the test ends and its log is printed if the test failed.
+// newBroker starts broker id on a free port; it is stopped when the test ends
+// and its log is printed if the test failed.
 func newBroker(t *testing.T, id int32, args ...string) *broker {
 	t.Helper()
-	b := &broker{id: id, dir: t.TempDir(), args: args, logs: &syncBuffer{}}
-	t.Cleanup(func() {
-		start := time.Now()
-		b.signal(syscall.SIGTERM, 30*time.Second)
-		t.Logf("broker %d stopped in %v", id, time.Since(start).Round(time.Millisecond))
-		if t.Failed() {
-			t.Logf("broker %d log (last lines):\n%s", id, tail(b.logs.String(), 60))
-		}
-	})
-	// A port found free can be taken before the child binds it; try a few.
-	for attempt := 0; ; attempt++ {
-		b.port = freePort(t)
-		err := b.launch(90 * time.Second)
-		if err == nil {
-			return b
-		}
-		if attempt == 3 || !strings.Contains(b.logs.String(), "address already in use") {
-			t.Fatalf("starting broker %d: %v\n%s", id, err, tail(b.logs.String(), 40))
-		}
+	bin, err := ktool()
+	if err != nil {
+		t.Fatal(err)
 	}
+	return &broker{proctest.Broker(t, brokerproc.Spec{Bin: bin, ID: id, Dir: t.TempDir(), Args: args}, 30*time.Second)}
 }
 
 // startStandalone runs one broker on the embedded coordination store. A group
@@ -224,7 +118,7 @@ func startStandalone(t *testing.T, extra ...string) *broker {
 	return newBroker(t, 0, args...)
 }
 
-// cluster is three brokers registered in a real ZooKeeper.
+// cluster is brokers 0..n-1 registered in a real ZooKeeper.
 type cluster struct {
 	brokers []*broker
 }
@@ -234,7 +128,10 @@ type cluster struct {
 // (key=value) replace the settings below or add to them.
 func startCluster(t *testing.T, n int, overrides ...string) *cluster {
 	t.Helper()
-	zk := zktest.Start(t)
+	bin, err := ktool()
+	if err != nil {
+		t.Fatal(err)
+	}
 	settings := map[string]string{
 		"zookeeper.session.timeout.ms":     "6000",
 		"replica.lag.time.max.ms":          "5000",
@@ -253,13 +150,14 @@ func startCluster(t *testing.T, n int, overrides ...string) *cluster {
 		}
 		settings[k] = v
 	}
-	args := []string{"--zookeeper", zk.Addr() + "/compat"}
+	var kv []string
 	for _, k := range slices.Sorted(maps.Keys(settings)) {
-		args = append(args, "--override", k+"="+settings[k])
+		kv = append(kv, k+"="+settings[k])
 	}
+	pc := proctest.Cluster(t, brokerproc.ClusterSpec{Bin: bin, N: n, FirstID: 0, Overrides: kv, InMemoryLogs: true}, "/compat", 30*time.Second)
 	c := &cluster{}
-	for id := int32(0); id < int32(n); id++ {
-		c.brokers = append(c.brokers, newBroker(t, id, args...))
+	for _, b := range pc.Brokers() {
+		c.brokers = append(c.brokers, &broker{b})
 	}
 	return c
 }
@@ -276,21 +174,11 @@ func (c *cluster) Addrs() string {
 // broker returns the broker with id.
 func (c *cluster) broker(id int32) *broker {
 	for _, b := range c.brokers {
-		if b.id == id {
+		if b.ID() == id {
 			return b
 		}
 	}
 	return nil
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // kgoClient is a franz-go client for verification, closed when the test ends.

@@ -303,7 +303,7 @@ func TestClusterMetadata(t *testing.T) {
 	if m.Controller != 0 {
 		t.Errorf("controller %d, want 0", m.Controller)
 	}
-	if len(m.Brokers) != 1 || m.Brokers[0].NodeID != 0 || m.Brokers[0].Host != "127.0.0.1" || m.Brokers[0].Port != int32(b.port) {
+	if len(m.Brokers) != 1 || m.Brokers[0].NodeID != 0 || m.Brokers[0].Host != "127.0.0.1" || m.Brokers[0].Port != int32(b.Port()) {
 		t.Errorf("brokers %+v, want node 0 at %s", m.Brokers, b.Addr())
 	}
 	rc := dialRaw(t, b.Addr())
@@ -314,7 +314,7 @@ func TestClusterMetadata(t *testing.T) {
 		t.Fatalf("DescribeCluster: %v", err)
 	}
 	dc := resp.(*kmsg.DescribeClusterResponse)
-	if dc.ErrorCode != 0 || dc.ControllerID != 0 || dc.ClusterID != m.Cluster || len(dc.Brokers) != 1 || dc.Brokers[0].Port != int32(b.port) {
+	if dc.ErrorCode != 0 || dc.ControllerID != 0 || dc.ClusterID != m.Cluster || len(dc.Brokers) != 1 || dc.Brokers[0].Port != int32(b.Port()) {
 		t.Errorf("DescribeCluster %+v disagrees with Metadata %+v", dc, m)
 	}
 }

@@ -18,9 +18,7 @@ import (
 // openFDs counts the broker process's open file descriptors.
 func openFDs(t testing.TB, b *broker) int {
 	t.Helper()
-	b.mu.Lock()
-	pid := b.cmd.Process.Pid
-	b.mu.Unlock()
+	pid := b.PID()
 	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	if err != nil {
 		t.Skipf("no /proc: %v", err)
@@ -168,7 +166,7 @@ func TestShutdownWithParkedFetch(t *testing.T) {
 		t.Fatalf("fetch on an empty partition answered at once: %v", err)
 	}
 	// The broker's own shutdown timeout is 30 s; a clean exit must not need it.
-	if err := b.stop(25 * time.Second); err != nil {
+	if err := b.Broker.Stop(25 * time.Second); err != nil {
 		t.Fatalf("SIGTERM with a parked fetch: %v", err)
 	}
 }

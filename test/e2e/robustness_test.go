@@ -53,9 +53,7 @@ func brokerStillWorks(t *testing.T, b *broker, topic, after string) {
 // rss is the resident set size of the broker process in bytes.
 func rss(t testing.TB, b *broker) int64 {
 	t.Helper()
-	b.mu.Lock()
-	pid := b.cmd.Process.Pid
-	b.mu.Unlock()
+	pid := b.PID()
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		t.Skipf("no /proc: %v", err)
