@@ -24,8 +24,12 @@ func handleMetadata(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol
 	req := r.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	for _, be := range b.meta.liveBrokers() {
+		hp, ok := be.on(rc.identity.Listener)
+		if !ok {
+			continue // not reachable on the listener this client uses
+		}
 		rb := kmsg.NewMetadataResponseBroker()
-		rb.NodeID, rb.Host, rb.Port, rb.Rack = be.ID, be.Host, be.Port, be.Rack
+		rb.NodeID, rb.Host, rb.Port, rb.Rack = be.ID, hp.Host, hp.Port, be.Rack
 		resp.Brokers = append(resp.Brokers, rb)
 	}
 	cid := b.clusterID

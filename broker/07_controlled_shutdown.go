@@ -57,9 +57,8 @@ func (b *Broker) controlledShutdown(ctx context.Context) {
 	backoff := b.cfg.Settings().ControlledShutdownBackoff
 	for attempt := 0; attempt <= retries && ctx.Err() == nil; attempt++ {
 		ctrlID := b.meta.controllerID()
-		ep, ok := b.meta.broker(ctrlID)
-		if ok {
-			cl := &protocol.Client{Addr: hostPort(ep.Host, ep.Port), ClientID: "ktool-controlled-shutdown"}
+		if addr, ok := b.interBrokerAddr(ctrlID); ok {
+			cl := b.interBrokerClient(addr, "ktool-controlled-shutdown")
 			req := kmsg.NewPtrControlledShutdownRequest()
 			req.SetVersion(3)
 			req.BrokerID = b.id

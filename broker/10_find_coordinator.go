@@ -28,7 +28,7 @@ const offsetsTopicWait = 5 * time.Second
 
 func handleFindCoordinator(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
 	req := r.(*kmsg.FindCoordinatorRequest)
-	answer := func() { respond(protocol.Response{Msg: b.findCoordinators(req)}) }
+	answer := func() { respond(protocol.Response{Msg: b.findCoordinators(rc.identity.Listener, req)}) }
 	if _, _, _, ok := b.meta.topic(offsetsTopic); ok || req.CoordinatorType != 0 {
 		answer()
 		return
@@ -45,14 +45,14 @@ func handleFindCoordinator(b *Broker, rc *reqCtx, r kmsg.Request, respond func(p
 	}()
 }
 
-func (b *Broker) findCoordinators(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
+func (b *Broker) findCoordinators(listener string, req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	keys := req.CoordinatorKeys
 	if req.GetVersion() < 4 {
 		keys = []string{req.CoordinatorKey}
 	}
 	for _, key := range keys {
-		c := b.findCoordinator(req.CoordinatorType, key)
+		c := b.findCoordinator(listener, req.CoordinatorType, key)
 		resp.Coordinators = append(resp.Coordinators, c)
 	}
 	if req.GetVersion() < 4 {
@@ -64,7 +64,7 @@ func (b *Broker) findCoordinators(req *kmsg.FindCoordinatorRequest) *kmsg.FindCo
 	return resp
 }
 
-func (b *Broker) findCoordinator(keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
+func (b *Broker) findCoordinator(listener string, keyType int8, key string) kmsg.FindCoordinatorResponseCoordinator {
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID, c.Port = key, -1, -1
 	fail := func(e *kerr.Error, msg string) kmsg.FindCoordinatorResponseCoordinator {
@@ -86,6 +86,10 @@ func (b *Broker) findCoordinator(keyType int8, key string) kmsg.FindCoordinatorR
 	if !ok {
 		return fail(kerr.CoordinatorNotAvailable, "the group coordinator is not available yet")
 	}
-	c.NodeID, c.Host, c.Port = ep.ID, ep.Host, ep.Port
+	hp, ok := ep.on(listener)
+	if !ok {
+		return fail(kerr.CoordinatorNotAvailable, "the group coordinator has no listener "+listener)
+	}
+	c.NodeID, c.Host, c.Port = ep.ID, hp.Host, hp.Port
 	return c
 }

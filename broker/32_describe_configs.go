@@ -40,7 +40,8 @@ func handleDescribeConfigs(b *Broker, rc *reqCtx, r kmsg.Request, respond func(p
 		add := func(d config.Def, v config.Value, syn []config.Value) {
 			c := kmsg.NewDescribeConfigsResponseResourceConfig()
 			c.Name = d.Name
-			if !v.Null {
+			// A password is never sent back, as Kafka answers null for it.
+			if !v.Null && d.Type != config.Password {
 				val := v.Value
 				c.Value = &val
 			}

@@ -97,11 +97,11 @@ func (b *Broker) electLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest
 // forwardToController relays a request that only the controller can answer.
 func (b *Broker) forwardToController(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	id := b.meta.controllerID()
-	ep, ok := b.meta.broker(id)
+	addr, ok := b.interBrokerAddr(id)
 	if !ok || id == b.id {
 		return nil, kerr.NotController
 	}
-	cl := &protocol.Client{Addr: hostPort(ep.Host, ep.Port), ClientID: "ktool-forward"}
+	cl := b.interBrokerClient(addr, "ktool-forward")
 	defer cl.Close()
 	return cl.Request(ctx, req)
 }

@@ -20,8 +20,12 @@ func handleDescribeCluster(b *Broker, rc *reqCtx, r kmsg.Request, respond func(p
 	resp.ClusterAuthorizedOperations = authorizedOpsUnknown
 	resp.EndpointType = 1
 	for _, be := range b.meta.liveBrokers() {
+		hp, ok := be.on(rc.identity.Listener)
+		if !ok {
+			continue
+		}
 		rb := kmsg.NewDescribeClusterResponseBroker()
-		rb.NodeID, rb.Host, rb.Port, rb.Rack = be.ID, be.Host, be.Port, be.Rack
+		rb.NodeID, rb.Host, rb.Port, rb.Rack = be.ID, hp.Host, hp.Port, be.Rack
 		resp.Brokers = append(resp.Brokers, rb)
 	}
 	respond(protocol.Response{Msg: resp})

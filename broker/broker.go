@@ -11,10 +11,10 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/ktoolhq/ktool/broker/auth"
 	"github.com/ktoolhq/ktool/broker/config"
 	"github.com/ktoolhq/ktool/broker/coord"
 	"github.com/ktoolhq/ktool/broker/coord/embedded"
@@ -47,8 +47,12 @@ type Broker struct {
 
 	id        int32
 	clusterID string
-	host      string
-	port      int32
+
+	listenerCfg []auth.Listener
+	interBroker auth.Listener
+	listeners   []*listenerState
+	dialer      *auth.Dialer
+	sessions    sessions
 
 	connector   coord.Connector
 	embedded    *embedded.Server
@@ -58,7 +62,6 @@ type Broker struct {
 	storeClosed bool
 
 	locks    []*os.File
-	ln       net.Listener
 	srv      *protocol.Server
 	replicas *replica.Manager
 	meta     *metaCache
@@ -98,7 +101,7 @@ func New(opts Options) (*Broker, error) {
 	if b.codecs == nil {
 		b.codecs = builtinCodecs{}
 	}
-	if _, err := parseListener(b.cfg.Settings().Listeners); err != nil {
+	if err := parseListeners(b); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -107,55 +110,28 @@ func New(opts Options) (*Broker, error) {
 // ID is the broker id (known after Start when broker.id=-1).
 func (b *Broker) ID() int32 { return b.id }
 
-// Addr is the address the broker listens on (after Start).
+// Addr is the address the broker's first listener is bound to (after Start).
 func (b *Broker) Addr() string {
-	if b.ln == nil {
+	if len(b.listeners) == 0 {
 		return ""
 	}
-	return b.ln.Addr().String()
+	return b.listeners[0].ln.Addr().String()
 }
 
-// AdvertisedAddr is host:port as clients are told.
-func (b *Broker) AdvertisedAddr() string { return net.JoinHostPort(b.host, strconv.Itoa(int(b.port))) }
+// AdvertisedAddr is host:port of the first listener as clients are told.
+func (b *Broker) AdvertisedAddr() string {
+	if len(b.listeners) == 0 {
+		return ""
+	}
+	l := b.listeners[0]
+	return net.JoinHostPort(l.AdvertisedHost, strconv.Itoa(l.AdvertisedPort))
+}
 
 // ClusterID is the cluster's id.
 func (b *Broker) ClusterID() string { return b.clusterID }
 
 // Ready is closed once the broker is registered and has its first metadata from the controller.
 func (b *Broker) Ready() <-chan struct{} { return b.ready }
-
-// listener is a parsed PLAINTEXT://host:port.
-type listener struct {
-	Name, Host string
-	Port       int
-}
-
-func parseListener(list []string) (listener, error) {
-	if len(list) == 0 {
-		return listener{}, errors.New("listeners is empty")
-	}
-	if len(list) > 1 {
-		return listener{}, fmt.Errorf("only one listener is supported, got %d (%s)", len(list), strings.Join(list, ","))
-	}
-	s := list[0]
-	i := strings.Index(s, "://")
-	if i < 0 {
-		return listener{}, fmt.Errorf("listener %q is not NAME://host:port", s)
-	}
-	name := s[:i]
-	if name != "PLAINTEXT" {
-		return listener{}, fmt.Errorf("listener %q: only PLAINTEXT is supported", s)
-	}
-	host, port, err := net.SplitHostPort(s[i+3:])
-	if err != nil {
-		return listener{}, fmt.Errorf("listener %q: %v", s, err)
-	}
-	p, err := strconv.Atoi(port)
-	if err != nil || p < 0 || p > 65535 {
-		return listener{}, fmt.Errorf("listener %q: bad port", s)
-	}
-	return listener{Name: name, Host: host, Port: p}, nil
-}
 
 // Start opens the logs, connects to the coordination store, listens, registers
 // and joins controller election. It returns once the broker accepts connections;
@@ -208,6 +184,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 			MaxBytes:         int32(b.cfg.Settings().ReplicaFetchResponseMaxBytes),
 			PartitionMaxByte: int32(b.cfg.Settings().ReplicaFetchMaxBytes),
 			Backoff:          b.cfg.Settings().ReplicaFetchBackoff,
+			Dial:             func(ctx context.Context, addr string) (net.Conn, error) { return b.dialer.Dial(ctx, addr) },
 		},
 	})
 	b.loadTopicConfigs(ctx)
@@ -215,13 +192,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 		return err
 	}
 
-	lis, _ := parseListener(b.cfg.Settings().Listeners)
-	ln, err := net.Listen("tcp", net.JoinHostPort(lis.Host, strconv.Itoa(lis.Port)))
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", strings.Join(b.cfg.Settings().Listeners, ","), err)
-	}
-	b.ln = ln
-	if err := b.resolveAdvertised(ln); err != nil {
+	if err := b.openListeners(); err != nil {
 		return err
 	}
 	limits, idle, err := connLimits(ctx, b.cfg.Settings())
@@ -237,11 +208,13 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 		IdleTimeout:    idle,
 		Limits:         limits,
 	}
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		_ = b.srv.Serve(ln)
-	}()
+	for _, l := range b.listeners {
+		b.wg.Add(1)
+		go func(l *listenerState) {
+			defer b.wg.Done()
+			_ = b.srv.ServeWith(l.ln, protocol.ListenerConfig{RequireAuth: l.sasl != nil})
+		}(l)
+	}
 	b.replicas.Start(b.cfg.Settings().LogRetentionCheckInterval, b.cfg.Settings().LogCleanerBackoff)
 
 	b.groups = newGroupCoordinator(ctx, b)
@@ -416,36 +389,12 @@ func (b *Broker) generateBrokerID(ctx context.Context, s coord.Store) (int32, er
 	return b.cfg.Settings().ReservedBrokerMaxID + st.Version, nil
 }
 
-func (b *Broker) resolveAdvertised(ln net.Listener) error {
-	adv := b.cfg.Settings().AdvertisedListeners
-	if len(adv) == 0 {
-		adv = b.cfg.Settings().Listeners
-	}
-	l, err := parseListener(adv)
-	if err != nil {
-		return fmt.Errorf("advertised.listeners: %w", err)
-	}
-	host, port := l.Host, l.Port
-	if port == 0 {
-		port = ln.Addr().(*net.TCPAddr).Port
-	}
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		if h, err := os.Hostname(); err == nil && len(b.cfg.Settings().AdvertisedListeners) > 0 {
-			host = h
-		} else {
-			host = "localhost"
-		}
-	}
-	b.host, b.port = host, int32(port)
-	return nil
-}
-
 // register creates the ephemeral /brokers/ids/<id>. After a crash the previous
 // registration lingers until its session expires; we wait for that, saying so.
 func (b *Broker) register(ctx context.Context) error {
 	info := zkdata.BrokerInfo{
-		ID: b.id, Host: b.host, Port: b.port,
-		Endpoints: []zkdata.Endpoint{{Listener: "PLAINTEXT", SecurityProtocol: "PLAINTEXT", Host: b.host, Port: b.port}},
+		ID:        b.id,
+		Endpoints: b.endpoints(),
 		Rack:      b.cfg.Settings().Rack,
 		Timestamp: time.Now(),
 	}
@@ -649,8 +598,8 @@ func (b *Broker) closeResources() error {
 		f.Close()
 	}
 	b.locks = nil
-	if b.ln != nil {
-		b.ln.Close()
+	for _, l := range b.listeners {
+		l.ln.Close()
 	}
 	return errors.Join(errs...)
 }

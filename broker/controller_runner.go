@@ -31,6 +31,8 @@ func newControllerRunner(b *Broker) *controllerRunner {
 		ImbalancePercentage:    s.LeaderImbalancePercentage,
 		ImbalanceCheckInterval: s.LeaderImbalanceCheckPeriod,
 		RequestTimeout:         s.ControllerSocketTimeout,
+		InterBrokerListener:    b.interBroker.Name,
+		Dial:                   b.dialer.Dial,
 	})}
 }
 

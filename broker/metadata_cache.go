@@ -3,17 +3,32 @@ package broker
 import (
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ktoolhq/ktool/broker/auth"
 )
 
-// brokerEndpoint is a live broker as UpdateMetadata describes it.
+// brokerEndpoint is a live broker as UpdateMetadata describes it: its
+// address on each listener.
 type brokerEndpoint struct {
-	ID   int32
+	ID        int32
+	Rack      *string
+	Listeners map[string]hostPortPair // by upper-case listener name
+}
+
+type hostPortPair struct {
 	Host string
 	Port int32
-	Rack *string
+}
+
+// on is the broker's address on a listener; a broker without that listener
+// cannot be reached by a client of it (Kafka leaves it out of Metadata).
+func (e brokerEndpoint) on(listener string) (hostPortPair, bool) {
+	hp, ok := e.Listeners[listener]
+	return hp, ok
 }
 
 // partitionMeta is one partition's leadership as last told by the controller.
@@ -70,10 +85,13 @@ func (m *metaCache) apply(req *kmsg.UpdateMetadataRequest) (deleted []string) {
 	m.controller = req.ControllerID
 	m.brokers = map[int32]brokerEndpoint{}
 	for _, b := range req.LiveBrokers {
-		ep := brokerEndpoint{ID: b.ID, Host: b.Host, Port: b.Port, Rack: b.Rack}
+		ep := brokerEndpoint{ID: b.ID, Rack: b.Rack, Listeners: map[string]hostPortPair{}}
 		for _, e := range b.Endpoints {
-			ep.Host, ep.Port = e.Host, e.Port
-			break
+			ep.Listeners[strings.ToUpper(e.ListenerName)] = hostPortPair{e.Host, e.Port}
+		}
+		if len(b.Endpoints) == 0 {
+			// UpdateMetadata v0 has only the PLAINTEXT address.
+			ep.Listeners[auth.Plaintext] = hostPortPair{b.Host, b.Port}
 		}
 		m.brokers[b.ID] = ep
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/ktoolhq/ktool/broker/auth"
 	"github.com/ktoolhq/ktool/broker/protocol"
 )
 
@@ -45,11 +46,14 @@ func apiKeys() []kmsg.ApiVersionsResponseApiKey {
 	return out
 }
 
-// reqCtx is what a handler knows about the request besides its body.
+// reqCtx is what a handler knows about the request besides its body,
+// including who sent it on which listener (identity), for authorization.
 type reqCtx struct {
-	ctx    context.Context
-	conn   *protocol.Conn
-	header protocol.Header
+	ctx      context.Context
+	conn     *protocol.Conn
+	header   protocol.Header
+	identity auth.Identity
+	session  *session
 }
 
 // Handle implements protocol.Handler.
@@ -66,16 +70,35 @@ func (b *Broker) Handle(ctx context.Context, c *protocol.Conn, h protocol.Header
 			return
 		}
 	}
+	sess, err := b.session(c)
+	if err != nil {
+		b.logger.Warn("refusing connection", "remote", c.RemoteAddr().String(), "err", err)
+		c.Close()
+		respond(protocol.Response{None: true})
+		return
+	}
+	if !c.Authenticated() && !preAuth[h.Key] {
+		// Kafka closes a SASL connection that sends anything else before
+		// authenticating.
+		b.logger.Warn("request before SASL authentication; closing connection", "api", kmsg.NameForKey(h.Key),
+			"listener", sess.identity.Listener, "remote", c.RemoteAddr().String())
+		c.Close()
+		respond(protocol.Response{None: true})
+		return
+	}
 	b.metrics.request(h.Key)
 	if !interBroker[h.Key] {
 		b.awaitReady(ctx)
 	}
-	a.handle(b, &reqCtx{ctx: ctx, conn: c, header: h}, req, respond)
+	a.handle(b, &reqCtx{ctx: ctx, conn: c, header: h, identity: sess.identity, session: sess}, req, respond)
 }
 
 // interBroker are the requests a starting broker serves before it is ready: the
-// controller's (which make it ready) and ApiVersions.
-var interBroker = map[int16]bool{4: true, 5: true, 6: true, 7: true, 18: true}
+// controller's (which make it ready), ApiVersions and authentication.
+var interBroker = map[int16]bool{4: true, 5: true, 6: true, 7: true, 17: true, 18: true, 36: true}
+
+// preAuth are the requests served on a SASL listener before authentication.
+var preAuth = map[int16]bool{17: true, 18: true, 36: true}
 
 // awaitReady holds a client request until the broker is registered and has the
 // controller's metadata, as Kafka does not process requests before its startup

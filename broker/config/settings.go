@@ -27,8 +27,14 @@ type Settings struct {
 	Rack                string   `config:"broker.rack"`
 	Listeners           []string `config:"listeners"`
 	AdvertisedListeners []string `config:"advertised.listeners"`
-	ClusterID           string   `config:"cluster.id"`
-	MetricsListener     string   `config:"metrics.listener"`
+	// ListenerProtocols is listener.security.protocol.map as written; the
+	// per-listener TLS and SASL settings are read with Broker.Listener.
+	ListenerProtocols           string `config:"listener.security.protocol.map"`
+	InterBrokerListenerName     string `config:"inter.broker.listener.name"`
+	SecurityInterBrokerProtocol string `config:"security.inter.broker.protocol"`
+	SASLMechanismInterBroker    string `config:"sasl.mechanism.inter.broker.protocol"`
+	ClusterID                   string `config:"cluster.id"`
+	MetricsListener             string `config:"metrics.listener"`
 
 	LogDirList []string `config:"log.dirs"`
 	LogDir     string   `config:"log.dir"`
@@ -168,6 +174,9 @@ func decode(dst any, defs []Def, get func(name string) Value, fallback bool) err
 	t := v.Type()
 	for i := range t.NumField() {
 		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
 		name := f.Tag.Get("config")
 		d, ok := lookup(defs, name)
 		if !ok {

@@ -170,11 +170,28 @@ func (c *Controller) onBrokersStarted(born []int32) {
 	c.sendUpdateMetadata()
 }
 
-// brokerAddr returns a live broker's host:port.
+// brokerAddr returns a live broker's host:port on the inter-broker listener.
 func (c *Controller) brokerAddr(id int32) (string, bool) {
-	info, ok := c.brokers[id]
+	e, ok := c.interBrokerEndpoint(id)
 	if !ok {
 		return "", false
 	}
-	return fmt.Sprintf("%s:%d", info.Host, info.Port), true
+	return fmt.Sprintf("%s:%d", e.Host, e.Port), true
+}
+
+// interBrokerEndpoint is a live broker's inter-broker listener endpoint.
+func (c *Controller) interBrokerEndpoint(id int32) (zkdata.Endpoint, bool) {
+	info, ok := c.brokers[id]
+	if !ok {
+		return zkdata.Endpoint{}, false
+	}
+	name := c.cfg.InterBrokerListener
+	if name == "" {
+		name = zkdata.ProtocolPlaintext
+	}
+	if len(info.Endpoints) == 0 && name == zkdata.ProtocolPlaintext && info.Port >= 0 {
+		// A registration with only the top-level host and port.
+		return zkdata.Endpoint{Listener: name, SecurityProtocol: name, Host: info.Host, Port: info.Port}, true
+	}
+	return info.Endpoint(name)
 }

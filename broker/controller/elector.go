@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"sync"
 	"time"
 
@@ -25,6 +26,10 @@ type Config struct {
 	RequestTimeout         time.Duration
 	// OnStateChange is called after every change the controller makes (tests, metrics).
 	OnStateChange func()
+	// InterBrokerListener names the listener the controller reaches brokers on
+	// (inter.broker.listener.name); Dial connects and authenticates there.
+	InterBrokerListener string
+	Dial                func(ctx context.Context, addr string) (net.Conn, error)
 }
 
 // Elector runs controller election for one broker.

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/broker/protocol"
 )
 
@@ -60,7 +61,7 @@ func (c *Controller) dial(id int32, addr string) peer {
 	ctx, cancel := context.WithCancel(c.ctx)
 	s := &sender{
 		id: id, c: c, cancel: cancel, done: make(chan struct{}),
-		client: &protocol.Client{Addr: addr, ClientID: "ktool-controller"},
+		client: &protocol.Client{Addr: addr, ClientID: "ktool-controller", Dial: c.cfg.Dial},
 		wake:   make(chan struct{}, 1),
 	}
 	go s.run(ctx)
@@ -172,9 +173,13 @@ func (c *Controller) leaderAndIsr(tps []TP, to []int32, isNew bool) {
 		}
 	}
 	var leaders []kmsg.LeaderAndISRRequestLiveLeader
-	for id, info := range c.brokers {
+	for id := range c.brokers {
+		e, ok := c.interBrokerEndpoint(id)
+		if !ok {
+			continue
+		}
 		l := kmsg.NewLeaderAndISRRequestLiveLeader()
-		l.BrokerID, l.Host, l.Port = id, info.Host, info.Port
+		l.BrokerID, l.Host, l.Port = id, e.Host, e.Port
 		leaders = append(leaders, l)
 	}
 	for b, list := range per {
@@ -221,9 +226,11 @@ func (c *Controller) sendUpdateMetadata() {
 	for id, info := range c.brokers {
 		lb := kmsg.NewUpdateMetadataRequestLiveBroker()
 		lb.ID, lb.Host, lb.Port = id, info.Host, info.Port
-		ep := kmsg.NewUpdateMetadataRequestLiveBrokerEndpoint()
-		ep.Host, ep.Port, ep.ListenerName, ep.SecurityProtocol = info.Host, info.Port, "PLAINTEXT", 0
-		lb.Endpoints = []kmsg.UpdateMetadataRequestLiveBrokerEndpoint{ep}
+		for _, e := range info.Endpoints {
+			ep := kmsg.NewUpdateMetadataRequestLiveBrokerEndpoint()
+			ep.Host, ep.Port, ep.ListenerName, ep.SecurityProtocol = e.Host, e.Port, e.Listener, securityProtocolID(e.SecurityProtocol)
+			lb.Endpoints = append(lb.Endpoints, ep)
+		}
 		if info.Rack != "" {
 			r := info.Rack
 			lb.Rack = &r
@@ -317,4 +324,17 @@ func (c *Controller) topicID(topic string) [16]byte {
 		copy(id[:], raw)
 	}
 	return id
+}
+
+// securityProtocolID numbers a security protocol as UpdateMetadata does.
+func securityProtocolID(p string) int16 {
+	switch p {
+	case zkdata.ProtocolSSL:
+		return 1
+	case zkdata.ProtocolSASLPlaintext:
+		return 2
+	case zkdata.ProtocolSASLSSL:
+		return 3
+	}
+	return 0
 }

@@ -23,6 +23,8 @@ type Client struct {
 	ClientID string
 	// MaxResponse bounds a response frame.
 	MaxResponse int32
+	// Dial connects (and authenticates, on a secured listener); nil dials TCP.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
 
 	mu   sync.Mutex
 	conn net.Conn
@@ -36,8 +38,12 @@ func (c *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.conn == nil {
-		var d net.Dialer
-		conn, err := d.DialContext(ctx, "tcp", c.Addr)
+		dial := c.Dial
+		if dial == nil {
+			var d net.Dialer
+			dial = func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
+		}
+		conn, err := dial(ctx, c.Addr)
 		if err != nil {
 			return nil, fmt.Errorf("dialing %s: %w", c.Addr, err)
 		}

@@ -22,6 +22,9 @@ type Response struct {
 	Body *Body         // a pre-encoded body (used by fetch); Msg must be nil
 	// None sends nothing back (produce with acks=0) while keeping order.
 	None bool
+	// Close closes the connection once this answer is written (a failed SASL
+	// authentication) and reads no further request.
+	Close bool
 }
 
 // Handler serves requests. Handle runs on the connection's reader goroutine in
@@ -65,6 +68,7 @@ type Server struct {
 // Conn is one client connection.
 type Conn struct {
 	nc     net.Conn
+	ln     net.Listener
 	srv    *Server
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -84,6 +88,12 @@ func (c *Conn) Authenticated() bool { return c.authenticated.Load() }
 // SetAuthenticated marks the connection authenticated (after a SASL handshake):
 // from its next frame on, socket.request.max.bytes applies.
 func (c *Conn) SetAuthenticated() { c.authenticated.Store(true) }
+
+// Listener is the listener that accepted the connection.
+func (c *Conn) Listener() net.Listener { return c.ln }
+
+// NetConn is the underlying connection (a *tls.Conn on TLS listeners).
+func (c *Conn) NetConn() net.Conn { return c.nc }
 
 // RemoteAddr is the client's address.
 func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
@@ -136,7 +146,7 @@ func (s *Server) ServeWith(ln net.Listener, lc ListenerConfig) error {
 			continue
 		}
 		delay = 0
-		s.startConn(nc, lc)
+		s.startConn(nc, ln, lc)
 	}
 }
 
@@ -147,7 +157,7 @@ func (s *Server) logger() *slog.Logger {
 	return s.Logger
 }
 
-func (s *Server) startConn(nc net.Conn, lc ListenerConfig) {
+func (s *Server) startConn(nc net.Conn, ln net.Listener, lc ListenerConfig) {
 	if tc, ok := nc.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 		_ = tc.SetKeepAlive(true)
@@ -157,7 +167,7 @@ func (s *Server) startConn(nc net.Conn, lc ListenerConfig) {
 		inflight = 100
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Conn{nc: nc, srv: s, ctx: ctx, cancel: cancel, queue: make(chan *slot, inflight)}
+	c := &Conn{nc: nc, ln: ln, srv: s, ctx: ctx, cancel: cancel, queue: make(chan *slot, inflight)}
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -521,6 +531,10 @@ func (c *Conn) writeLoop() {
 		c.lastWrite.Store(time.Now().UnixNano())
 		if c.srv.Observe != nil {
 			c.srv.Observe(s.h, s.queued, time.Since(s.arrived), n)
+		}
+		if s.resp.Close {
+			_ = bw.Flush()
+			return
 		}
 	}
 	_ = bw.Flush()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"sync"
 	"time"
 
@@ -19,6 +20,8 @@ type FetcherConfig struct {
 	MaxBytes         int32         // replica.fetch.response.max.bytes
 	PartitionMaxByte int32         // replica.fetch.max.bytes
 	Backoff          time.Duration // replica.fetch.backoff.ms
+	// Dial connects to a leader's inter-broker listener (TLS, SASL); nil dials TCP.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
 }
 
 // fetcher pulls every partition this broker follows from one leader, like a
@@ -68,7 +71,7 @@ func (m *Manager) addToFetcher(leader int32, addr string, p *Partition) {
 		ctx, cancel := context.WithCancel(m.ctx)
 		f = &fetcher{
 			m: m, leader: leader, logger: m.logger.With("fetcher_leader", leader),
-			client: &protocol.Client{Addr: addr, ClientID: "ktool-replica-fetcher"},
+			client: &protocol.Client{Addr: addr, ClientID: "ktool-replica-fetcher", Dial: m.cfg.Fetch.Dial},
 			parts:  map[TP]*fetchState{}, kick: make(chan struct{}, 1),
 			cancel: cancel, done: make(chan struct{}),
 		}
