@@ -12,7 +12,8 @@
 #     every partition having a live leader in every live broker's metadata;
 #     SIGTERM (controlled shutdown) and time from the signal to no partition
 #     led by that broker. Both also time until every partition's leader
-#     answers ListOffsets. scripts/bench/failover does the measuring.
+#     answers ListOffsets. scripts/bench/failover runs the brokers
+#     (internal/brokerproc) and does the measuring.
 #
 # Everything started here is stopped on exit. Figures and commands of a run
 # are in scripts/bench/RESULTS-cluster.md.
@@ -70,13 +71,10 @@ fi
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/ktool-cluster-bench.XXXXXX")"
 zk_pid=""
-declare -A broker_pid=() broker_port=()
+cluster_pid=""
 
 cleanup() {
-	local id
-	for id in "${!broker_pid[@]}"; do
-		stop_pid "${broker_pid[$id]}"
-	done
+	[[ -n "$cluster_pid" ]] && stop_pid "$cluster_pid"
 	[[ -n "$zk_pid" ]] && stop_pid "$zk_pid"
 	if [[ $keep -eq 1 ]]; then
 		echo "work directory kept: $work" >&2
@@ -91,12 +89,12 @@ trap 'exit 143' TERM
 log() { echo "cluster-bench: $*" >&2; }
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 
-# stop_pid PID stops a process started here (SIGTERM, then SIGKILL after 60 s).
+# stop_pid PID stops a process started here (SIGTERM, then SIGKILL after 90 s).
 stop_pid() {
 	local pid="$1" i
 	kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
 	kill "$pid" 2>/dev/null || true
-	for i in $(seq 1 600); do
+	for i in $(seq 1 900); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
@@ -138,51 +136,30 @@ wait_line() {
 	return 1
 }
 
-# start_broker ID CHROOT [OVERRIDE...] starts broker ID (data in $work/CHROOT-ID)
-# and waits until it is ready; its port stays the same across restarts.
-start_broker() {
-	local id="$1" chroot="$2" dir args=() o
+# start_cluster N CHROOT [OVERRIDE...] runs N brokers (data and logs in
+# $work/CHROOT) through `failover cluster` and waits until all are ready;
+# $brokers is then their addresses.
+start_cluster() {
+	local n="$1" chroot="$2" args=() o
 	shift 2
-	dir="$work/$chroot-$id"
-	mkdir -p "$dir/data"
-	[[ -n "${broker_port[$id]:-}" ]] || broker_port[$id]="$(free_port)"
-	args=(broker start --broker-id "$id" --listeners "PLAINTEXT://127.0.0.1:${broker_port[$id]}"
-		--log-dirs "$dir/data" --zookeeper "$zk_addr/$chroot"
+	args=(cluster --ktool "$work/ktool" --dir "$work/$chroot" --zookeeper "$zk_addr/$chroot" --brokers "$n"
 		--override zookeeper.session.timeout.ms=6000 --override replica.lag.time.max.ms=5000)
 	for o in "$@"; do
 		args+=(--override "$o")
 	done
-	: >"$dir/stdout"
-	"$work/ktool" "${args[@]}" >>"$dir/stdout" 2>>"$dir/broker.log" &
-	broker_pid[$id]=$!
-	if ! wait_line "$dir/stdout" "ktool broker $id ready" "${broker_pid[$id]}"; then
-		tail -n 40 "$dir/broker.log" >&2
-		die "broker $id did not start"
+	"$work/failover" "${args[@]}" >"$work/$chroot.out" 2>"$work/$chroot.log" &
+	cluster_pid=$!
+	if ! wait_line "$work/$chroot.out" "^brokers=" "$cluster_pid"; then
+		tail -n 60 "$work/$chroot.log" >&2
+		die "the $chroot brokers did not start"
 	fi
+	brokers="$(kv brokers "$work/$chroot.out")"
 }
 
-# stop_broker ID stops broker ID with SIGTERM and forgets it.
-stop_broker() {
-	stop_pid "${broker_pid[$1]}"
-	unset "broker_pid[$1]"
-}
-
-brokers_csv() {
-	local id out=()
-	for id in $(printf '%s\n' "${!broker_port[@]}" | sort -n); do
-		out+=("127.0.0.1:${broker_port[$id]}")
-	done
-	local IFS=,
-	echo "${out[*]}"
-}
-
-pids_csv() {
-	local id out=()
-	for id in $(printf '%s\n' "${!broker_pid[@]}" | sort -n); do
-		out+=("$id=${broker_pid[$id]}")
-	done
-	local IFS=,
-	echo "${out[*]}"
+# stop_cluster stops the brokers with SIGTERM.
+stop_cluster() {
+	stop_pid "$cluster_pid"
+	cluster_pid=""
 }
 
 log "building into $work"
@@ -197,45 +174,27 @@ log "ZooKeeper on $zk_addr"
 
 if [[ $skip_throughput -eq 0 ]]; then
 	log "one broker: $records records, RF=1, acks=1"
-	start_broker 1 single
-	"$work/ktool" --brokers "$(brokers_csv)" perf produce --topic bench-rf1 --num-records "$records" \
+	start_cluster 1 single
+	"$work/ktool" --brokers "$brokers" perf produce --topic bench-rf1 --num-records "$records" \
 		--record-size 100 --acks 1 --partitions "$partitions" --replication-factor 1 -o json >"$work/rf1.json"
-	stop_broker 1
-	broker_port=()
+	stop_cluster
 
 	log "three brokers: $records records, RF=3, acks=all, min.insync.replicas=2"
-	for id in 1 2 3; do
-		start_broker "$id" cluster min.insync.replicas=2
-	done
-	"$work/ktool" --brokers "$(brokers_csv)" perf produce --topic bench-rf3 --num-records "$records" \
+	start_cluster 3 cluster min.insync.replicas=2
+	"$work/ktool" --brokers "$brokers" perf produce --topic bench-rf3 --num-records "$records" \
 		--record-size 100 --acks all --partitions "$partitions" --replication-factor 3 -o json >"$work/rf3.json"
+	stop_cluster
 fi
 
 if [[ $skip_failover -eq 0 ]]; then
-	if [[ ${#broker_pid[@]} -eq 0 ]]; then
-		for id in 1 2 3; do
-			start_broker "$id" cluster min.insync.replicas=2
-		done
-	fi
-	log "failover: topic with $failover_partitions partitions, RF=3"
-	"$work/ktool" --brokers "$(brokers_csv)" --timeout 2m topic create failover \
-		--partitions "$failover_partitions" --replication-factor 3 >"$work/create.out"
-	"$work/failover" wait --brokers "$(brokers_csv)" --topic failover --partitions "$failover_partitions" --live 3
+	log "failover: topic with $failover_partitions partitions, RF=3, $rounds SIGKILL and $rounds SIGTERM rounds"
+	"$work/failover" run --ktool "$work/ktool" --dir "$work/failover-brokers" --zookeeper "$zk_addr/failover" \
+		--partitions "$failover_partitions" --rounds "$rounds" --out "$work" \
+		--override zookeeper.session.timeout.ms=6000 --override replica.lag.time.max.ms=5000 \
+		--override min.insync.replicas=2 || die "the failover measurement failed (broker logs above)"
 	for mode in kill term; do
 		for r in $(seq 1 "$rounds"); do
-			out="$work/failover.$mode.$r"
-			"$work/failover" measure --brokers "$(brokers_csv)" --zookeeper "$zk_addr/cluster" \
-				--topic failover --mode "$mode" --pids "$(pids_csv)" >"$out"
-			victim="$(kv victim "$out")"
-			wait "${broker_pid[$victim]}" 2>/dev/null || true
-			unset "broker_pid[$victim]"
-			log "$mode round $r: $(tr '\n' ' ' <"$out")"
-			start_broker "$victim" cluster min.insync.replicas=2
-			"$work/failover" wait --brokers "$(brokers_csv)" --topic failover --partitions "$failover_partitions" --live 3
-			# Give leadership back to the preferred replicas, so every round
-			# starts from a balanced cluster.
-			"$work/ktool" --brokers "$(brokers_csv)" --timeout 2m elect --preferred --topic failover >/dev/null
-			"$work/failover" wait --brokers "$(brokers_csv)" --topic failover --partitions "$failover_partitions" --live 3
+			log "$mode round $r: $(tr '\n' ' ' <"$work/failover.$mode.$r")"
 		done
 	done
 fi

@@ -3,8 +3,18 @@
 // shuts down, for scripts/bench/cluster.sh:
 //
 //	failover zookeeper --dir D --port P   run ZooKeeper from the local installation until signalled
+//	failover cluster --ktool BIN --dir D --zookeeper ADDR/chroot --brokers N [--override k=v]...
+//	failover run --ktool BIN --dir D --zookeeper ADDR/chroot --partitions N --rounds R --out DIR [--override k=v]...
 //	failover wait --brokers B --topic T --partitions N --live 3
 //	failover measure --brokers B --zookeeper ADDR/chroot --topic T --mode kill|term --pids 1=PID,2=PID
+//
+// cluster runs N ktool brokers (internal/brokerproc) until signalled,
+// printing "brokers=host:port,..." once all are ready. run starts three,
+// creates the topic and measures --rounds SIGKILL and --rounds SIGTERM
+// failovers, restarting the victim on its port and directories after each
+// and restoring the preferred leaders; each round's results go to
+// DIR/failover.<kill|term>.<round>. wait and measure work on any cluster,
+// Kafka's too (measure signals the given pids).
 //
 // measure signals the broker leading the most partitions (or --victim).
 // With --mode kill (SIGKILL) it times the ZooKeeper session expiry of the
@@ -52,17 +62,21 @@ func main() {
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: failover zookeeper|wait|measure [flags]")
+		return errors.New("usage: failover zookeeper|cluster|run|wait|measure [flags]")
 	}
 	switch args[0] {
 	case "zookeeper":
 		return runZooKeeper(ctx, args[1:], out, errOut)
+	case "cluster":
+		return runCluster(ctx, args[1:], out, errOut)
+	case "run":
+		return runRounds(ctx, args[1:], errOut)
 	case "wait":
 		return runWait(ctx, args[1:])
 	case "measure":
 		return runMeasure(ctx, args[1:], out, errOut)
 	}
-	return fmt.Errorf("unknown command %q: want zookeeper, wait or measure", args[0])
+	return fmt.Errorf("unknown command %q: want zookeeper, cluster, run, wait or measure", args[0])
 }
 
 // runZooKeeper runs a standalone ZooKeeper on 127.0.0.1 until ctx ends,
@@ -126,32 +140,38 @@ func runWait(ctx context.Context, args []string) error {
 	if *brokers == "" || *topic == "" || *partitions <= 0 {
 		return errors.New("wait: --brokers, --topic and --partitions are required")
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(*brokers, ",")...))
+	return waitTopic(ctx, strings.Split(*brokers, ","), *topic, *partitions, *live, *timeout)
+}
+
+// waitTopic waits until live brokers are registered and every partition of
+// topic has a leader, ISR == replicas and a leader answering ListOffsets.
+func waitTopic(ctx context.Context, brokers []string, topic string, partitions, live int, timeout time.Duration) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	return until(ctx, *timeout, 100*time.Millisecond, func(ctx context.Context) error {
-		m, err := metadata(ctx, cl, nil, *topic)
+	return until(ctx, timeout, 100*time.Millisecond, func(ctx context.Context) error {
+		m, err := metadata(ctx, cl, nil, topic)
 		if err != nil {
 			return fmt.Errorf("metadata: %w", err)
 		}
-		if len(m.Brokers) < *live {
-			return fmt.Errorf("%d brokers alive, want %d", len(m.Brokers), *live)
+		if len(m.Brokers) < live {
+			return fmt.Errorf("%d brokers alive, want %d", len(m.Brokers), live)
 		}
-		ps, err := topicPartitions(m, *topic)
+		ps, err := topicPartitions(m, topic)
 		if err != nil {
 			return err
 		}
-		if len(ps) != *partitions {
-			return fmt.Errorf("%d partitions, want %d", len(ps), *partitions)
+		if len(ps) != partitions {
+			return fmt.Errorf("%d partitions, want %d", len(ps), partitions)
 		}
 		for _, p := range ps {
 			if p.Leader < 0 || !sameSet(p.ISR, p.Replicas) {
 				return fmt.Errorf("partition %d: leader %d, isr %v, replicas %v", p.Partition, p.Leader, p.ISR, p.Replicas)
 			}
 		}
-		return allServing(ctx, cl, *topic, *partitions)
+		return allServing(ctx, cl, topic, partitions)
 	})
 }
 
@@ -179,10 +199,12 @@ type measureOptions struct {
 	zookeeper string
 	topic     string
 	mode      string
-	pids      map[int32]int
-	victim    int32
-	timeout   time.Duration
-	interval  time.Duration
+	// candidates are the brokers that may be signalled; signal signals one.
+	candidates []int32
+	signal     func(id int32, sig syscall.Signal) error
+	victim     int32
+	timeout    time.Duration
+	interval   time.Duration
 }
 
 func runMeasure(ctx context.Context, args []string, out, errOut io.Writer) error {
@@ -206,7 +228,7 @@ func runMeasure(ctx context.Context, args []string, out, errOut io.Writer) error
 		return fmt.Errorf("measure: --mode %q: want kill or term", o.mode)
 	}
 	o.brokers = strings.Split(*brokers, ",")
-	o.pids = map[int32]int{}
+	byID := map[int32]int{}
 	for _, kv := range strings.Split(*pids, ",") {
 		k, v, ok := strings.Cut(kv, "=")
 		id, err1 := strconv.Atoi(k)
@@ -214,26 +236,37 @@ func runMeasure(ctx context.Context, args []string, out, errOut io.Writer) error
 		if !ok || err1 != nil || err2 != nil || pid <= 0 {
 			return fmt.Errorf("measure: --pids entry %q: want id=pid", kv)
 		}
-		o.pids[int32(id)] = pid
+		byID[int32(id)] = pid
+		o.candidates = append(o.candidates, int32(id))
 	}
-	return measure(ctx, o, out, errOut)
+	o.signal = func(id int32, sig syscall.Signal) error {
+		pid := byID[id]
+		if err := syscall.Kill(pid, sig); err != nil {
+			return fmt.Errorf("signal pid %d: %w", pid, err)
+		}
+		return nil
+	}
+	_, err := measure(ctx, o, out, errOut)
+	return err
 }
 
-func measure(ctx context.Context, o measureOptions, out, errOut io.Writer) error {
+// measure signals the victim and writes the timings to out; it returns the
+// victim.
+func measure(ctx context.Context, o measureOptions, out, errOut io.Writer) (int32, error) {
 	// kgo refreshes metadata at most every 5 s by default, which would hide
 	// how fast leaders take over.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(o.brokers...), kgo.MetadataMinAge(o.interval))
 	if err != nil {
-		return err
+		return -1, err
 	}
 	defer cl.Close()
 	m, err := metadata(ctx, cl, nil, o.topic)
 	if err != nil {
-		return err
+		return -1, err
 	}
 	ps, err := topicPartitions(m, o.topic)
 	if err != nil {
-		return err
+		return -1, err
 	}
 	led := map[int32]int{}
 	for _, p := range ps {
@@ -241,15 +274,14 @@ func measure(ctx context.Context, o measureOptions, out, errOut io.Writer) error
 	}
 	victim := o.victim
 	if victim < 0 {
-		for id := range o.pids {
+		for _, id := range o.candidates {
 			if victim < 0 || led[id] > led[victim] || led[id] == led[victim] && id < victim {
 				victim = id
 			}
 		}
 	}
-	pid, ok := o.pids[victim]
-	if !ok {
-		return fmt.Errorf("no pid given for broker %d", victim)
+	if !slices.Contains(o.candidates, victim) {
+		return -1, fmt.Errorf("broker %d cannot be signalled", victim)
 	}
 	var survivors []int32
 	for _, b := range m.Brokers {
@@ -258,23 +290,23 @@ func measure(ctx context.Context, o measureOptions, out, errOut io.Writer) error
 		}
 	}
 	if len(survivors) == 0 {
-		return errors.New("no broker would survive")
+		return -1, errors.New("no broker would survive")
 	}
 	slices.Sort(survivors)
 
 	server, chroot, _ := strings.Cut(o.zookeeper, "/")
 	conn, _, err := zk.Connect([]string{server}, 10*time.Second, zk.WithLogInfo(false))
 	if err != nil {
-		return err
+		return -1, err
 	}
 	defer conn.Close()
 	znode := strings.TrimSuffix("/"+chroot, "/") + "/brokers/ids/" + strconv.Itoa(int(victim))
 	exists, _, events, err := conn.ExistsW(znode)
 	if err != nil {
-		return fmt.Errorf("watch %s: %w", znode, err)
+		return -1, fmt.Errorf("watch %s: %w", znode, err)
 	}
 	if !exists {
-		return fmt.Errorf("%s does not exist: broker %d is not registered", znode, victim)
+		return -1, fmt.Errorf("%s does not exist: broker %d is not registered", znode, victim)
 	}
 	deregistered := make(chan time.Time, 1)
 	go func() {
@@ -290,10 +322,10 @@ func measure(ctx context.Context, o measureOptions, out, errOut io.Writer) error
 	if o.mode == "term" {
 		sig, sigName = syscall.SIGTERM, "SIGTERM"
 	}
-	fmt.Fprintf(errOut, "failover: %s to broker %d (pid %d), leader of %d of %d partitions\n", sigName, victim, pid, led[victim], len(ps))
+	fmt.Fprintf(errOut, "failover: %s to broker %d, leader of %d of %d partitions\n", sigName, victim, led[victim], len(ps))
 	signalled := time.Now()
-	if err := syscall.Kill(pid, sig); err != nil {
-		return fmt.Errorf("signal pid %d: %w", pid, err)
+	if err := o.signal(victim, sig); err != nil {
+		return -1, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
@@ -303,26 +335,26 @@ func measure(ctx context.Context, o measureOptions, out, errOut io.Writer) error
 		select {
 		case gone = <-deregistered:
 		case <-ctx.Done():
-			return fmt.Errorf("broker %d's session did not expire: %w", victim, ctx.Err())
+			return -1, fmt.Errorf("broker %d's session did not expire: %w", victim, ctx.Err())
 		}
 	}
 	if err := until(ctx, o.timeout, o.interval, func(ctx context.Context) error {
 		return allLed(ctx, cl, survivors, o.topic, len(ps), victim)
 	}); err != nil {
-		return err
+		return -1, err
 	}
 	done := time.Now()
 	if err := until(ctx, o.timeout, o.interval, func(ctx context.Context) error {
 		return allServing(ctx, cl, o.topic, len(ps))
 	}); err != nil {
-		return err
+		return -1, err
 	}
 	serving := time.Now()
 	if o.mode == "term" {
 		select {
 		case gone = <-deregistered:
 		case <-ctx.Done():
-			return fmt.Errorf("broker %d did not deregister after SIGTERM: %w", victim, ctx.Err())
+			return -1, fmt.Errorf("broker %d did not deregister after SIGTERM: %w", victim, ctx.Err())
 		}
 	}
 	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) }
@@ -334,7 +366,7 @@ func measure(ctx context.Context, o measureOptions, out, errOut io.Writer) error
 		fmt.Fprintf(out, "signal_to_none_led_ms=%s\nsignal_to_all_serving_ms=%s\nsignal_to_deregistered_ms=%s\n",
 			ms(done.Sub(signalled)), ms(serving.Sub(signalled)), ms(gone.Sub(signalled)))
 	}
-	return nil
+	return victim, nil
 }
 
 // allLed is nil when every survivor's metadata gives all partitions of

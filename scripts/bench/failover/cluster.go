@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ktoolhq/ktool/internal/brokerproc"
+)
+
+// overrides collects repeated --override key=value flags.
+type overrides []string
+
+func (o *overrides) String() string { return strings.Join(*o, ",") }
+
+func (o *overrides) Set(v string) error {
+	if !strings.Contains(v, "=") {
+		return fmt.Errorf("%q is not key=value", v)
+	}
+	*o = append(*o, v)
+	return nil
+}
+
+// clusterFlags are the flags of the commands that run brokers.
+type clusterFlags struct {
+	ktool, dir, zookeeper string
+	overrides             overrides
+}
+
+func (c *clusterFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.ktool, "ktool", "", "the ktool binary")
+	fs.StringVar(&c.dir, "dir", "", "directory for the brokers' data and logs (broker-<id>/)")
+	fs.StringVar(&c.zookeeper, "zookeeper", "", "zookeeper.connect of the brokers, host:port/chroot")
+	fs.Var(&c.overrides, "override", "a broker setting key=value (repeatable)")
+}
+
+// start runs n brokers, ids 1..n, and waits until all are ready.
+func (c *clusterFlags) start(n int) (*brokerproc.Cluster, error) {
+	if c.ktool == "" || c.dir == "" || c.zookeeper == "" {
+		return nil, errors.New("--ktool, --dir and --zookeeper are required")
+	}
+	return brokerproc.StartCluster(brokerproc.ClusterSpec{Bin: c.ktool, N: n, FirstID: 1, Dir: c.dir,
+		ZooKeeper: c.zookeeper, Overrides: c.overrides})
+}
+
+// runCluster runs --brokers brokers until ctx ends, then stops them with
+// SIGTERM (controlled shutdown).
+func runCluster(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
+	var cf clusterFlags
+	cf.register(fs)
+	n := fs.Int("brokers", 3, "brokers to run")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	c, err := cf.start(*n)
+	if err != nil {
+		logTails(errOut, c)
+		return fmt.Errorf("cluster: %w", err)
+	}
+	fmt.Fprintf(out, "brokers=%s\n", strings.Join(c.Addrs(), ","))
+	<-ctx.Done()
+	return c.Stop(time.Minute)
+}
+
+// runRounds measures SIGKILL and SIGTERM failovers on three brokers it runs.
+func runRounds(ctx context.Context, args []string, errOut io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	var cf clusterFlags
+	cf.register(fs)
+	partitions := fs.Int("partitions", 1000, "partitions of the topic, RF=3")
+	rounds := fs.Int("rounds", 3, "SIGKILL and SIGTERM measurements each")
+	outDir := fs.String("out", "", "directory for the results, failover.<mode>.<round>")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *outDir == "" || *partitions <= 0 || *rounds <= 0 {
+		return errors.New("run: --out, --partitions > 0 and --rounds > 0 are required")
+	}
+	c, err := cf.start(3)
+	if err != nil {
+		logTails(errOut, c)
+		return fmt.Errorf("run: %w", err)
+	}
+	defer func() { _ = c.Stop(time.Minute) }()
+	if err := rounds3(ctx, c, cf.zookeeper, *partitions, *rounds, *outDir, errOut); err != nil {
+		logTails(errOut, c)
+		return fmt.Errorf("run: %w", err)
+	}
+	return nil
+}
+
+func rounds3(ctx context.Context, c *brokerproc.Cluster, zookeeper string, partitions, rounds int, outDir string, errOut io.Writer) error {
+	const topic = "failover"
+	addrs := c.Addrs()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	resp, err := adm.CreateTopic(cctx, int32(partitions), 3, nil, topic)
+	cancel()
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", topic, err)
+	}
+	settle := func() error { return waitTopic(ctx, addrs, topic, partitions, 3, 5*time.Minute) }
+	if err := settle(); err != nil {
+		return err
+	}
+	all := kadm.TopicsSet{topic: {}}
+	for p := range int32(partitions) {
+		all[topic][p] = struct{}{}
+	}
+	signal := func(id int32, sig syscall.Signal) error { return c.Broker(id).Signal(sig) }
+	for _, mode := range []string{"kill", "term"} {
+		for r := 1; r <= rounds; r++ {
+			path := filepath.Join(outDir, fmt.Sprintf("failover.%s.%d", mode, r))
+			f, err := os.Create(path)
+			if err != nil {
+				return err
+			}
+			victim, err := measure(ctx, measureOptions{brokers: addrs, zookeeper: zookeeper, topic: topic, mode: mode,
+				candidates: c.IDs(), signal: signal, victim: -1, timeout: 2 * time.Minute, interval: 10 * time.Millisecond}, f, errOut)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("%s round %d: %w", mode, r, err)
+			}
+			b := c.Broker(victim)
+			select {
+			case <-b.Done():
+			case <-time.After(2 * time.Minute):
+				return fmt.Errorf("%s round %d: broker %d still running", mode, r, victim)
+			}
+			if err := b.Restart(); err != nil {
+				return fmt.Errorf("%s round %d: restarting broker %d: %w", mode, r, victim, err)
+			}
+			if err := settle(); err != nil {
+				return err
+			}
+			// Leadership back to the preferred replicas, so every round starts
+			// from a balanced cluster.
+			ectx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			_, err = adm.ElectLeaders(ectx, kadm.ElectPreferredReplica, all)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("preferred election: %w", err)
+			}
+			if err := settle(); err != nil {
+				return err
+			}
+			fmt.Fprintf(errOut, "failover: %s round %d done, results in %s\n", mode, r, path)
+		}
+	}
+	return nil
+}
+
+// logTails writes the end of every broker's output.
+func logTails(w io.Writer, c *brokerproc.Cluster) {
+	if c == nil {
+		return
+	}
+	for _, b := range c.Brokers() {
+		fmt.Fprintf(w, "--- broker %d (%s):\n%s\n", b.ID(), filepath.Join(c.Dir(), fmt.Sprintf("broker-%d", b.ID())), b.Tail(40))
+	}
+}
