@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/ktoolhq/ktool/tools/apiversions"
 	"github.com/ktoolhq/ktool/tools/cluster"
 	"github.com/ktoolhq/ktool/tools/cmdutil"
 	"github.com/ktoolhq/ktool/tools/consume"
@@ -10,6 +11,7 @@ import (
 	"github.com/ktoolhq/ktool/tools/election"
 	"github.com/ktoolhq/ktool/tools/group"
 	"github.com/ktoolhq/ktool/tools/logdump"
+	"github.com/ktoolhq/ktool/tools/offsets"
 	"github.com/ktoolhq/ktool/tools/perf"
 	plugincmd "github.com/ktoolhq/ktool/tools/plugin"
 	"github.com/ktoolhq/ktool/tools/produce"
@@ -53,6 +55,8 @@ groups, console produce and consume, and performance tests.`,
 		plugincmd.NewCommand(f),
 		plugincmd.NewServeCommand(f),
 		logdump.NewCommand(f),
+		offsets.NewCommand(f, nil),
+		apiversions.NewCommand(f, nil),
 	)
 	addCompletionCommand(f, root)
 	cmdutil.RequireSubcommands(root)

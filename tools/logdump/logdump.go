@@ -33,7 +33,9 @@ type DumpOptions struct {
 	Paths       []string
 	Records     bool
 	VerifyIndex bool
-	PluginDir   string
+	// OffsetsDecoder reads records as __consumer_offsets records (implies Records).
+	OffsetsDecoder bool
+	PluginDir      string
 }
 
 // NewDumpCommand returns `ktool log dump PATH...`.
@@ -48,7 +50,12 @@ For a .log segment, every batch: base and last offset, record count, codec,
 producer id, epoch and base sequence, partition leader epoch, create and max
 timestamps, position, size and whether its CRC is valid. --records decodes
 every record (decompressing through the codec plugins): offset, timestamp,
-key, value (text when printable, else hex) and headers.
+key, value (text when printable, else hex) and headers. --offsets-decoder
+reads them as the group coordinator's __consumer_offsets records, like
+kafka-dump-log.sh's option of that name: committed offsets (group, topic,
+partition, offset, leader epoch, metadata, commit time) and group metadata
+(protocol, generation, leader, members with their subscriptions and
+assignments); a record without a value is a deletion.
 
 A directory (a partition directory such as orders-0) stands for its .log
 segments in offset order; its other files (snapshots, checkpoints,
@@ -62,7 +69,8 @@ corrupt batches, bad CRCs, index mismatches).`,
 		Example: `  ktool log dump /var/lib/kafka/orders-0
   ktool log dump /var/lib/kafka/orders-0/00000000000000000000.log
   ktool log dump --records --verify-index /var/lib/kafka/orders-0/*.log
-  ktool log dump /var/lib/kafka/orders-0/00000000000000000000.timeindex -o json`,
+  ktool log dump /var/lib/kafka/orders-0/00000000000000000000.timeindex -o json
+  ktool log dump --offsets-decoder /var/lib/kafka/__consumer_offsets-7`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Paths = args
@@ -77,6 +85,7 @@ corrupt batches, bad CRCs, index mismatches).`,
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&opts.Records, "records", false, "decode every record of .log segments")
+	fl.BoolVar(&opts.OffsetsDecoder, "offsets-decoder", false, "decode records as __consumer_offsets records: committed offsets and group metadata (implies --records)")
 	fl.BoolVar(&opts.VerifyIndex, "verify-index", false, "check .index and .timeindex files against their .log segment")
 	fl.StringVar(&opts.PluginDir, "plugin-dir", "", "directory of external codec plugins (env KTOOL_PLUGIN_DIR)")
 	opts.Output.Register(cmd)
@@ -85,7 +94,7 @@ corrupt batches, bad CRCs, index mismatches).`,
 
 func runDump(ctx context.Context, o *DumpOptions) error {
 	var lookup func(int8) (codec.Codec, error)
-	if o.Records {
+	if o.Records || o.OffsetsDecoder {
 		cat := plugins.NewCatalog(plugins.Options{Dir: o.PluginDir})
 		defer cat.Close()
 		lookup = cat.CodecLookup(ctx)
@@ -99,7 +108,7 @@ func runDump(ctx context.Context, o *DumpOptions) error {
 	}
 	dumps := make([]FileDump, 0, len(paths))
 	for _, p := range paths {
-		d, err := dumpFile(ctx, p, o.VerifyIndex, lookup)
+		d, err := dumpFile(ctx, p, o.VerifyIndex, lookup, o.OffsetsDecoder)
 		if err != nil {
 			return err
 		}
@@ -119,7 +128,7 @@ func runDump(ctx context.Context, o *DumpOptions) error {
 
 // dumpFile reads one file; with verify it also reads the segment's other
 // files and records their disagreements as problems.
-func dumpFile(ctx context.Context, path string, verify bool, lookup func(int8) (codec.Codec, error)) (FileDump, error) {
+func dumpFile(ctx context.Context, path string, verify bool, lookup func(int8) (codec.Codec, error), offsets bool) (FileDump, error) {
 	kind, base, err := parseName(path)
 	if err != nil {
 		return FileDump{}, err
@@ -127,7 +136,7 @@ func dumpFile(ctx context.Context, path string, verify bool, lookup func(int8) (
 	var d FileDump
 	switch kind {
 	case kindLog:
-		if d, err = scanLog(ctx, path, base, lookup); err != nil {
+		if d, err = scanLog(ctx, path, base, lookup, offsets); err != nil {
 			return d, fmt.Errorf("reading %s: %w", path, err)
 		}
 	case kindIndex:
@@ -147,7 +156,7 @@ func dumpFile(ctx context.Context, path string, verify bool, lookup func(int8) (
 	d.IndexChecked = true
 	batches := d.Batches
 	if kind != kindLog {
-		seg, err := scanLog(ctx, sibling(path, kindLog), base, nil)
+		seg, err := scanLog(ctx, sibling(path, kindLog), base, nil, false)
 		if err != nil {
 			return d, fmt.Errorf("reading the segment of %s: %w", path, err)
 		}

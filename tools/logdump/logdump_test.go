@@ -295,3 +295,57 @@ func TestDumpPartitionDirectory(t *testing.T) {
 		t.Errorf("empty directory: err = %v", err)
 	}
 }
+
+// The group coordinator's records in __consumer_offsets, written with the
+// schemas Kafka defines (kmsg's types), read back by --offsets-decoder.
+func TestOffsetsDecoder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "__consumer_offsets-3")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	commitKey := kmsg.OffsetCommitKey{Version: 1, Group: "billing", Topic: "orders", Partition: 2}
+	commitVal := kmsg.OffsetCommitValue{Version: 3, Offset: 42, LeaderEpoch: 5, Metadata: "m", CommitTimestamp: 1_700_000_000_000}
+	sub := kmsg.ConsumerMemberMetadata{Version: 1, Topics: []string{"orders"}}
+	asg := kmsg.ConsumerMemberAssignment{Version: 1, Topics: []kmsg.ConsumerMemberAssignmentTopic{{Topic: "orders", Partitions: []int32{2, 0}}}}
+	proto, leader := "range", "m-1"
+	groupKey := kmsg.GroupMetadataKey{Version: 2, Group: "billing"}
+	groupVal := kmsg.GroupMetadataValue{Version: 3, ProtocolType: "consumer", Generation: 4, Protocol: &proto, Leader: &leader,
+		CurrentStateTimestamp: 1_700_000_000_001, Members: []kmsg.GroupMetadataValueMember{{
+			MemberID: "m-1", ClientID: "c", ClientHost: "/127.0.0.1", RebalanceTimeoutMillis: 60000, SessionTimeoutMillis: 45000,
+			Subscription: sub.AppendTo(nil), Assignment: asg.AppendTo(nil)}}}
+	ts := int64(1_700_000_000_000)
+	data := append(batch(t, 0, 0, ts, ts, -1, -1, -1, nil,
+		rec{key: commitKey.AppendTo(nil), value: commitVal.AppendTo(nil)},
+		rec{key: groupKey.AppendTo(nil), value: groupVal.AppendTo(nil)},
+		rec{key: commitKey.AppendTo(nil), value: nil},
+	), batch(t, 3, 0, ts, ts, -1, -1, -1, nil, rec{key: []byte{0, 9, 1}, value: []byte("x")})...)
+	if err := os.WriteFile(filepath.Join(dir, "00000000000000000000.log"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "--offsets-decoder", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`| offset: 0 CreateTime: 1700000000000 offset_commit key: {"version":1,"group":"billing","topic":"orders","partition":2} payload: {"version":3,"offset":42,"leader_epoch":5,"metadata":"m","commit_timestamp":1700000000000}`,
+		`group_metadata key: {"version":2,"group":"billing"} payload: {"version":3,"protocol_type":"consumer","generation":4,"protocol":"range","leader":"m-1"`,
+		`"subscription":["orders"],"assignment":["orders:0,2"]`,
+		`| offset: 2 CreateTime: 1700000000000 offset_commit key: {"version":1,"group":"billing","topic":"orders","partition":2} payload: null`,
+		`| offset: 3 CreateTime: 1700000000000 unknown key: null payload: null error: "key version 9 is neither an offset (0, 1) nor group metadata (2)"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %s:\n%s", want, out)
+		}
+	}
+	js, err := run(t, "--offsets-decoder", "-o", "json", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dumps []logdump.FileDump
+	if err := json.Unmarshal([]byte(js), &dumps); err != nil {
+		t.Fatal(err)
+	}
+	if d := dumps[0].Batches[0].Records[0].Decoded; d == nil || d.Kind != "offset_commit" {
+		t.Errorf("JSON record 0 decoded as %+v", d)
+	}
+}

@@ -2,6 +2,7 @@ package logdump
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -26,6 +27,10 @@ func writeText(out io.Writer, dumps []FileDump) error {
 			for _, r := range b.Records {
 				if r.Control != "" {
 					fmt.Fprintf(w, "| offset: %d %s: %d endTxnMarker: %s\n", r.Offset, b.TimestampType, r.Timestamp, r.Control)
+					continue
+				}
+				if r.Decoded != nil {
+					fmt.Fprintf(w, "| offset: %d %s: %d %s\n", r.Offset, b.TimestampType, r.Timestamp, showDecoded(r.Decoded))
 					continue
 				}
 				fmt.Fprintf(w, "| offset: %d %s: %d key: %s value: %s", r.Offset, b.TimestampType, r.Timestamp, show(r.Key), show(r.Value))
@@ -64,4 +69,19 @@ func show(b Bytes) string {
 		return "0x" + b.Hex
 	}
 	return strconv.Quote(b.Text)
+}
+
+// showDecoded prints a __consumer_offsets record as kafka-dump-log.sh's
+// --offsets-decoder does: the key and the payload as JSON.
+func showDecoded(d *Decoded) string {
+	key, _ := json.Marshal(d.Key)
+	val := []byte("null")
+	if d.Value != nil {
+		val, _ = json.Marshal(d.Value)
+	}
+	s := fmt.Sprintf("%s key: %s payload: %s", d.Kind, key, val)
+	if d.Error != "" {
+		s += " error: " + strconv.Quote(d.Error)
+	}
+	return s
 }

@@ -65,8 +65,9 @@ func sibling(path, kind string) string {
 }
 
 // scanLog reads a segment batch by batch, never the whole file at once.
-// With lookup set it decodes every record, decompressing through it.
-func scanLog(ctx context.Context, path string, base int64, lookup func(int8) (codec.Codec, error)) (FileDump, error) {
+// With lookup set it decodes every record, decompressing through it, and with
+// offsets also reads them as __consumer_offsets records.
+func scanLog(ctx context.Context, path string, base int64, lookup func(int8) (codec.Codec, error), offsets bool) (FileDump, error) {
 	d := FileDump{Path: path, Kind: kindLog, BaseOffset: base}
 	f, err := os.Open(path)
 	if err != nil {
@@ -121,7 +122,7 @@ func scanLog(ctx context.Context, path string, base int64, lookup func(int8) (co
 			d.Problems = append(d.Problems, fmt.Sprintf("batch at offset %d (position %d): CRC mismatch", h.BaseOffset, pos))
 		}
 		if lookup != nil {
-			recs, err := decodeRecords(ctx, batch, h, lookup)
+			recs, err := decodeRecords(ctx, batch, h, lookup, offsets)
 			if err != nil {
 				d.Problems = append(d.Problems, fmt.Sprintf("batch at offset %d (position %d): records: %v", h.BaseOffset, pos, err))
 			}
@@ -146,7 +147,7 @@ func batchOf(h codec.BatchHeader, pos int64, crcValid bool) Batch {
 	}
 }
 
-func decodeRecords(ctx context.Context, batch []byte, h codec.BatchHeader, lookup func(int8) (codec.Codec, error)) ([]Record, error) {
+func decodeRecords(ctx context.Context, batch []byte, h codec.BatchHeader, lookup func(int8) (codec.Codec, error), offsets bool) ([]Record, error) {
 	_, section, err := codec.DecompressBatch(ctx, batch, lookup)
 	if err != nil {
 		return nil, err
@@ -170,6 +171,8 @@ func decodeRecords(ctx context.Context, batch []byte, h codec.BatchHeader, looku
 		}
 		if h.Control() {
 			r.Control = controlType(kr.Key)
+		} else if offsets {
+			r.Decoded = decodeOffsetsRecord(kr.Key, kr.Value)
 		}
 		for _, hd := range kr.Headers {
 			r.Headers = append(r.Headers, Header{Key: hd.Key, Value: bytesOf(hd.Value)})

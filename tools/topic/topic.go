@@ -20,6 +20,7 @@ func NewCommand(f *cmdutil.Factory) *cobra.Command {
 		NewDeleteCommand(f, nil),
 		NewAlterConfigCommand(f, nil),
 		NewAddPartitionsCommand(f, nil),
+		NewTrimCommand(f, nil),
 	)
 	return cmd
 }
