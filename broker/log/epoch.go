@@ -23,22 +23,32 @@ func (c *epochCache) latest() int32 {
 	return -1
 }
 
-// assign records that epoch starts at start. Entries that would break the
-// ordering (an epoch or a start offset not below the new one) are dropped,
-// as Kafka does. It reports whether the cache changed.
+// assign records that epoch starts at start, for a batch of that epoch
+// appended at start (or a new leader's first offset). Entries that would break
+// the ordering (a larger epoch, or a start offset not below the new one) are
+// dropped, as Kafka does: they describe no record below start. An entry of
+// the same epoch that starts before start is kept as it is: the epoch began
+// there, and what followed it had no records (a leader's epoch that wrote
+// nothing before this broker followed again), so the epoch must not move.
+// It reports whether the cache changed.
 func (c *epochCache) assign(epoch int32, start int64) bool {
 	if epoch < 0 {
 		return false
 	}
-	if n := len(c.entries); n > 0 {
+	n := len(c.entries)
+	if n > 0 {
 		last := c.entries[n-1]
 		if epoch == last.epoch && start >= last.start {
 			return false
 		}
 	}
-	keep := len(c.entries)
-	for keep > 0 && (c.entries[keep-1].epoch >= epoch || c.entries[keep-1].start >= start) {
+	keep := n
+	for keep > 0 && (c.entries[keep-1].epoch > epoch || c.entries[keep-1].start >= start) {
 		keep--
+	}
+	if keep > 0 && c.entries[keep-1].epoch == epoch {
+		c.entries = c.entries[:keep]
+		return keep != n
 	}
 	c.entries = append(c.entries[:keep], epochEntry{epoch: epoch, start: start})
 	return true

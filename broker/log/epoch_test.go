@@ -1,0 +1,93 @@
+package log
+
+import (
+	"slices"
+	"testing"
+)
+
+// The epoch cache keeps Kafka's invariant: epoch E starts at the first batch
+// carrying E, and the end of E is where the next larger epoch starts (the
+// log end for the latest).
+func TestEpochCacheAssign(t *testing.T) {
+	for name, tc := range map[string]struct {
+		before []epochEntry
+		epoch  int32
+		start  int64
+		after  []epochEntry
+	}{
+		"new epoch":             {[]epochEntry{{1, 0}}, 2, 10, []epochEntry{{1, 0}, {2, 10}}},
+		"same epoch later":      {[]epochEntry{{1, 0}, {2, 10}}, 2, 15, []epochEntry{{1, 0}, {2, 10}}},
+		"same epoch earlier":    {[]epochEntry{{1, 0}, {2, 10}}, 2, 5, []epochEntry{{1, 0}, {2, 5}}},
+		"undefined epoch":       {[]epochEntry{{1, 0}}, -1, 10, []epochEntry{{1, 0}}},
+		"overwritten offsets":   {[]epochEntry{{1, 0}, {2, 10}, {3, 20}}, 4, 15, []epochEntry{{1, 0}, {2, 10}, {4, 15}}},
+		"empty epoch after own": {[]epochEntry{{1, 0}, {2, 10}, {3, 20}}, 2, 20, []epochEntry{{1, 0}, {2, 10}}},
+		"empty epochs after own": {[]epochEntry{{1, 0}, {2, 10}, {3, 20}, {5, 20}}, 2, 20,
+			[]epochEntry{{1, 0}, {2, 10}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := epochCache{entries: slices.Clone(tc.before)}
+			changed := c.assign(tc.epoch, tc.start)
+			if !slices.Equal(c.entries, tc.after) {
+				t.Fatalf("assign(%d, %d) on %v: %v, want %v", tc.epoch, tc.start, tc.before, c.entries, tc.after)
+			}
+			if changed != !slices.Equal(tc.before, tc.after) {
+				t.Fatalf("assign reported changed=%v", changed)
+			}
+		})
+	}
+}
+
+func TestEpochCacheEndOffset(t *testing.T) {
+	c := epochCache{entries: []epochEntry{{1, 0}, {2, 10}, {4, 30}}}
+	for _, tc := range []struct {
+		ask       int32
+		epoch     int32
+		end       int64
+		situation string
+	}{
+		{1, 1, 10, "an older epoch ends where the next one starts"},
+		{2, 2, 30, "epoch 2 ends where epoch 4 starts"},
+		{3, 2, 30, "an unknown epoch: the largest below it"},
+		{4, 4, 42, "the latest epoch ends at the log end"},
+		{5, -1, -1, "an epoch above the latest is unknown"},
+		{0, 0, 0, "below the first epoch: where the first starts"},
+		{-1, -1, -1, "undefined"},
+	} {
+		if e, end := c.endOffsetFor(tc.ask, 42); e != tc.epoch || end != tc.end {
+			t.Errorf("%s: endOffsetFor(%d) = (%d, %d), want (%d, %d)", tc.situation, tc.ask, e, end, tc.epoch, tc.end)
+		}
+	}
+}
+
+// A broker that led an epoch without writing to it and then follows a leader
+// that holds more records of the previous epoch appends those records: the
+// previous epoch keeps its start, so OffsetForLeaderEpoch still answers from
+// where each epoch's first batch is.
+func TestFollowerAppendAfterEmptyLeaderEpoch(t *testing.T) {
+	leader, _ := newLog(t, testConfig())
+	for i := range 4 {
+		mustAppend(t, leader, makeBatch(t, plain(5, int64(i))), int32(1+i/2)) // epoch 1 at 0, epoch 2 at 10
+	}
+	f, _ := newLog(t, testConfig())
+	if _, err := f.AppendAsFollower(readAll(t, leader, 0)); err != nil {
+		t.Fatal(err)
+	}
+	f.AssignEpochStart(3, f.LogEndOffset()) // led epoch 3 at offset 20, wrote nothing
+	for i := range 2 {
+		mustAppend(t, leader, makeBatch(t, plain(5, int64(10+i))), 2)
+	}
+	if _, err := f.AppendAsFollower(readAll(t, leader, 20)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		epoch int32
+		end   int64
+	}{{1, 10}, {2, 30}} {
+		if e, end := f.EndOffsetForEpoch(tc.epoch); e != tc.epoch || end != tc.end {
+			t.Errorf("follower: epoch %d ends at (%d, %d), want (%d, %d); epochs %v", tc.epoch, e, end, tc.epoch, tc.end, f.epochs.entries)
+		}
+	}
+	if !slices.Equal(f.epochs.entries, leader.epochs.entries) {
+		t.Errorf("follower epochs %v, leader's %v", f.epochs.entries, leader.epochs.entries)
+	}
+}
