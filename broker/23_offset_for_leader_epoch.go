@@ -4,10 +4,10 @@ package broker
 //
 // For a leader epoch, the largest epoch at or below it that this leader knows and
 // the offset where that epoch ended. Followers use it to truncate after a leader
-// change; consumers (KIP-320) to detect log truncation.
+// change; consumers (KIP-320) to detect log truncation. Both get the same answer
+// (see replica.Partition.LastOffsetForLeaderEpoch).
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/broker/protocol"
@@ -26,21 +26,8 @@ func handleOffsetForLeaderEpoch(b *Broker, rc *reqCtx, r kmsg.Request, respond f
 			out.Partition = rp.Partition
 			out.LeaderEpoch, out.EndOffset = -1, -1
 			p, err := b.leaderPartition(t.Topic, rp.Partition)
-			if err == nil && rp.CurrentLeaderEpoch >= 0 {
-				cur := p.State().LeaderEpoch
-				if rp.CurrentLeaderEpoch < cur {
-					err = kerr.FencedLeaderEpoch
-				} else if rp.CurrentLeaderEpoch > cur {
-					err = kerr.UnknownLeaderEpoch
-				}
-			}
 			if err == nil {
-				l := p.Log()
-				out.LeaderEpoch, out.EndOffset = l.EndOffsetForEpoch(rp.LeaderEpoch)
-				if req.ReplicaID < 0 && out.EndOffset > l.HighWatermark() {
-					// Consumers only learn of committed offsets.
-					out.EndOffset = l.HighWatermark()
-				}
+				out.LeaderEpoch, out.EndOffset, err = p.LastOffsetForLeaderEpoch(rp.CurrentLeaderEpoch, rp.LeaderEpoch)
 			}
 			out.ErrorCode = errorCode(err)
 			rt.Partitions = append(rt.Partitions, out)

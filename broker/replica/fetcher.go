@@ -45,6 +45,7 @@ type fetcher struct {
 
 type fetchState struct {
 	p          *Partition
+	epoch      int32     // the leader epoch this broker follows the leader at
 	truncate   bool      // reconcile with the leader (OffsetForLeaderEpoch) before fetching
 	askEpoch   *int32    // epoch to ask about in the next round (KIP-279); nil: our latest
 	delayUntil time.Time // after an error, wait replica.fetch.backoff.ms before fetching it again
@@ -60,7 +61,7 @@ func (m *Manager) addToFetcher(leader int32, addr string, p *Partition) {
 		// fetcher and reconcile again.
 		f.mu.Lock()
 		for _, st := range f.parts {
-			moved = append(moved, &fetchState{p: st.p, truncate: true})
+			moved = append(moved, &fetchState{p: st.p, epoch: st.epoch, truncate: true})
 		}
 		f.parts = map[TP]*fetchState{}
 		f.mu.Unlock()
@@ -82,7 +83,7 @@ func (m *Manager) addToFetcher(leader int32, addr string, p *Partition) {
 	for _, st := range moved {
 		f.parts[TP{st.p.Topic, st.p.ID}] = st
 	}
-	f.parts[TP{p.Topic, p.ID}] = &fetchState{p: p, truncate: true}
+	f.parts[TP{p.Topic, p.ID}] = &fetchState{p: p, epoch: p.State().LeaderEpoch, truncate: true}
 	f.mu.Unlock()
 	select {
 	case f.kick <- struct{}{}:
@@ -190,7 +191,7 @@ func (f *fetcher) reconcile(ctx context.Context, parts map[TP]*fetchState) error
 		}
 		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
 		rp.Partition = tp.Partition
-		rp.CurrentLeaderEpoch = st.p.State().LeaderEpoch
+		rp.CurrentLeaderEpoch = st.epoch
 		rp.LeaderEpoch = st.p.log.LatestEpoch()
 		if st.askEpoch != nil {
 			rp.LeaderEpoch = *st.askEpoch
@@ -247,7 +248,9 @@ func (f *fetcher) reconcile(ctx context.Context, parts map[TP]*fetchState) error
 			}
 			if target < leo {
 				f.logger.Info("truncating follower log", "partition", tp.String(), "from", leo, "to", target)
-				if err := l.TruncateTo(target); err != nil {
+				if err := st.p.truncateFetched(f.leader, st.epoch, target); errors.Is(err, errNotFollowing) {
+					continue // its role or epoch changed meanwhile: a new reconciliation follows
+				} else if err != nil {
 					return err
 				}
 			}
@@ -287,7 +290,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts map[TP]*fetchState) (bool
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition = tp.Partition
-		rp.CurrentLeaderEpoch = st.p.State().LeaderEpoch
+		rp.CurrentLeaderEpoch = st.epoch
 		rp.FetchOffset = st.p.log.LogEndOffset()
 		rp.LogStartOffset = st.p.log.LogStartOffset()
 		rp.PartitionMaxBytes = cfg.PartitionMaxByte
@@ -317,7 +320,8 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts map[TP]*fetchState) (bool
 			at, wasAsked := asked[tp]
 			// Apply only an answer to the question still open: the partition is
 			// still ours, not being reconciled, and its log has not moved (as
-			// Kafka's fetcher checks before processing a response).
+			// Kafka's fetcher checks before processing a response). The
+			// partition checks its role and leader epoch itself as it applies.
 			if !ok || !wasAsked || f.parts[tp] != st || st.truncate || st.p.log.LogEndOffset() != at {
 				continue
 			}
@@ -332,30 +336,19 @@ func (f *fetcher) handlePartition(st *fetchState, rp kmsg.FetchResponseTopicPart
 	err := kerr.ErrorForCode(rp.ErrorCode)
 	switch {
 	case err == nil:
-		if len(rp.RecordBatches) > 0 {
-			if _, err := l.AppendAsFollower(rp.RecordBatches); err != nil {
-				f.logger.Error("appending fetched records", "topic", st.p.Topic, "partition", st.p.ID, "err", err)
-				st.truncate = true
-				return
-			}
-			st.p.replicaW.wakeAll()
-		}
-		// The high watermark first: the log refuses a start offset above it.
-		hw := min(rp.HighWatermark, l.LogEndOffset())
-		if hw > l.HighWatermark() {
-			l.SetHighWatermark(hw)
-			st.p.consumerW.wakeAll()
-		}
-		if start := min(rp.LogStartOffset, l.HighWatermark()); start > l.LogStartOffset() {
-			if _, err := l.FollowLogStartOffset(start); err != nil {
-				f.logger.Warn("following the leader's log start offset", "err", err)
-			}
+		err := st.p.appendFetched(f.leader, st.epoch, rp.RecordBatches, rp.HighWatermark, rp.LogStartOffset)
+		switch {
+		case errors.Is(err, errNotFollowing):
+			f.logger.Debug("fetched records dropped", "topic", st.p.Topic, "partition", st.p.ID, "leader_epoch", st.epoch, "err", err)
+		case err != nil:
+			f.logger.Error("appending fetched records", "topic", st.p.Topic, "partition", st.p.ID, "err", err)
+			st.truncate = true
 		}
 	case errors.Is(err, kerr.OffsetOutOfRange):
 		// Our LEO is outside the leader's log: below its start (retention) or above its end
 		// (it lost data we had, e.g. after an unclean election).
 		if rp.LogStartOffset > l.LogEndOffset() {
-			if err := l.TruncateFullyAndStartAt(rp.LogStartOffset); err != nil {
+			if err := st.p.restartFetched(f.leader, st.epoch, rp.LogStartOffset); err != nil && !errors.Is(err, errNotFollowing) {
 				f.logger.Error("resetting follower log", "err", err)
 			}
 		} else {

@@ -159,6 +159,28 @@ func (p *Partition) checkEpochLocked(epoch int32) error {
 	return nil
 }
 
+// LastOffsetForLeaderEpoch answers OffsetForLeaderEpoch as the leader:
+// the largest epoch at or below epoch in the epoch cache and where it ends
+// (the start of the next larger epoch, or the log end offset for the latest
+// one), as Kafka answers. The answer is never cut down to the high watermark,
+// for consumers either: a new leader learns the high watermark one fetch
+// after its predecessor, so its own may still be below records the
+// predecessor committed and consumers read, and telling them the epoch ends
+// there would make them report data loss and read those records again.
+// currentEpoch is the asker's view of the leader epoch (-1 skips the check).
+func (p *Partition) LastOffsetForLeaderEpoch(currentEpoch, epoch int32) (int32, int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.leader {
+		return -1, -1, kerr.NotLeaderForPartition
+	}
+	if err := p.checkEpochLocked(currentEpoch); err != nil {
+		return -1, -1, err
+	}
+	e, end := p.log.EndOffsetForEpoch(epoch)
+	return e, end, nil
+}
+
 // AppendAsLeader appends a produce request's records. acks=-1 is refused up front
 // when the ISR is smaller than min.insync.replicas.
 func (p *Partition) AppendAsLeader(records []byte, acks int16) (klog.AppendResult, error) {

@@ -1,0 +1,202 @@
+package replica
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// testBatchAt is testBatch(n) at base offset base, written at leader epoch
+// epoch (neither is covered by the batch CRC).
+func testBatchAt(base int64, epoch int32, n int) []byte {
+	b := testBatch(n)
+	binary.BigEndian.PutUint64(b[0:], uint64(base))
+	binary.BigEndian.PutUint32(b[12:], uint32(epoch))
+	return b
+}
+
+// Invariant: a leader never appends a record fetched from another broker once
+// it has taken its epoch. Here the fetcher still holds the partition (as if
+// its removal had not happened yet, or its answer were in flight) when the
+// partition becomes leader: the answer must be dropped by the partition
+// itself, which checks its role and leader epoch under its lock.
+func TestFetchedRecordsNeverReachALeader(t *testing.T) {
+	f := &fakeLeader{}
+	f.ofle = func(tp TP, e int32) (int32, int64) { return -1, -1 }
+	f.fetch = func(ctx context.Context, r *kmsg.FetchRequest) *kmsg.FetchResponse {
+		<-ctx.Done()
+		return emptyFetch(r)
+	}
+	addr := startFake(t, f)
+	m := testManager(t, 2)
+	tp := TP{"t", 0}
+	if err := m.apply(LeaderUpdate{TP: tp, State: State{Leader: 1, LeaderEpoch: 5, ISR: []int32{1, 2}, Replicas: []int32{1, 2}}}, map[int32]string{1: addr}); err != nil {
+		t.Fatal(err)
+	}
+	p := m.Get(tp)
+	m.mu.Lock()
+	fe := m.fetchers[1]
+	m.mu.Unlock()
+	fe.mu.Lock()
+	st := fe.parts[tp]
+	fe.mu.Unlock()
+	answer := func(base int64) kmsg.FetchResponseTopicPartition {
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.RecordBatches = testBatchAt(base, 5, 5)
+		rp.HighWatermark = base + 5
+		return rp
+	}
+	fe.handlePartition(st, answer(0))
+	if got := p.log.LogEndOffset(); got != 5 {
+		t.Fatalf("a follower's fetched records were not appended: log end %d", got)
+	}
+	p.makeLeader(State{Leader: 2, LeaderEpoch: 6, ISR: []int32{1, 2}, Replicas: []int32{1, 2}})
+	fe.handlePartition(st, answer(5))
+	if got := p.log.LogEndOffset(); got != 5 {
+		t.Fatalf("the leader of epoch 6 appended records fetched from the old leader: log end %d", got)
+	}
+	if e, end := p.log.EndOffsetForEpoch(5); e != 5 || end != 5 {
+		t.Fatalf("epoch 5 ends at (%d, %d), want (5, 5)", e, end)
+	}
+	// The same holds for a follower of another leader, or of a later epoch.
+	p.makeFollower(State{Leader: 3, LeaderEpoch: 7, ISR: []int32{2, 3}, Replicas: []int32{2, 3}})
+	fe.handlePartition(st, answer(5))
+	if got := p.log.LogEndOffset(); got != 5 {
+		t.Fatalf("a follower of leader 3 appended records fetched from leader 1: log end %d", got)
+	}
+}
+
+// A truncation decided on an old leader's word does not touch a partition that
+// leads meanwhile.
+func TestFetchedTruncationNeverReachesALeader(t *testing.T) {
+	p := testPartition(t)
+	p.makeFollower(State{Leader: 1, LeaderEpoch: 5, ISR: []int32{1, 2}, Replicas: []int32{1, 2}})
+	if err := p.appendFetched(1, 5, testBatchAt(0, 5, 10), 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	p.makeLeader(State{Leader: 2, LeaderEpoch: 6, ISR: []int32{2}, Replicas: []int32{1, 2}})
+	if err := p.truncateFetched(1, 5, 3); !errors.Is(err, errNotFollowing) {
+		t.Fatalf("truncation on the old leader's word: %v", err)
+	}
+	if err := p.restartFetched(1, 5, 100); !errors.Is(err, errNotFollowing) {
+		t.Fatalf("log reset on the old leader's word: %v", err)
+	}
+	if got := p.log.LogEndOffset(); got != 10 {
+		t.Fatalf("log end %d, want 10", got)
+	}
+}
+
+// Invariant: OffsetForLeaderEpoch answers from the epoch cache, as Kafka does:
+// the end of epoch E is where the next larger epoch starts, or the log end for
+// the latest. A new leader whose high watermark still lags (it learns the
+// high watermark one fetch after its predecessor) must not cut the answer down
+// to it: a consumer that read up to the predecessor's high watermark would be
+// told of data loss and read again.
+func TestLastOffsetForLeaderEpochIgnoresHighWatermark(t *testing.T) {
+	p := testPartition(t)
+	p.makeFollower(State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2, 3}, Replicas: []int32{1, 2, 3}})
+	// The old leader committed 20 records; this follower holds them but has
+	// learnt a high watermark of 12 only.
+	if err := p.appendFetched(1, 1, testBatchAt(0, 1, 20), 12, 0); err != nil {
+		t.Fatal(err)
+	}
+	p.makeLeader(State{Leader: 2, LeaderEpoch: 2, ISR: []int32{2, 3}, Replicas: []int32{1, 2, 3}})
+	if _, err := p.AppendAsLeader(testBatch(5), 1); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 12 {
+		t.Fatalf("high watermark %d: the test needs it to lag at 12", hw)
+	}
+	for _, tc := range []struct {
+		current, ask, epoch int32
+		end                 int64
+	}{
+		{2, 1, 1, 20},  // epoch 1 ends where epoch 2 starts, above the high watermark
+		{2, 2, 2, 25},  // the latest epoch ends at the log end
+		{-1, 1, 1, 20}, // no current epoch given: not checked
+	} {
+		e, end, err := p.LastOffsetForLeaderEpoch(tc.current, tc.ask)
+		if err != nil || e != tc.epoch || end != tc.end {
+			t.Errorf("LastOffsetForLeaderEpoch(current %d, epoch %d) = (%d, %d, %v), want (%d, %d)", tc.current, tc.ask, e, end, err, tc.epoch, tc.end)
+		}
+	}
+	if _, _, err := p.LastOffsetForLeaderEpoch(1, 1); !errors.Is(err, kerr.FencedLeaderEpoch) {
+		t.Errorf("current epoch behind the leader: %v, want FENCED_LEADER_EPOCH", err)
+	}
+	if _, _, err := p.LastOffsetForLeaderEpoch(3, 1); !errors.Is(err, kerr.UnknownLeaderEpoch) {
+		t.Errorf("current epoch ahead of the leader: %v, want UNKNOWN_LEADER_EPOCH", err)
+	}
+	p.makeFollower(State{Leader: 3, LeaderEpoch: 3, ISR: []int32{2, 3}, Replicas: []int32{1, 2, 3}})
+	if _, _, err := p.LastOffsetForLeaderEpoch(-1, 1); !errors.Is(err, kerr.NotLeaderForPartition) {
+		t.Errorf("a follower answered: %v, want NOT_LEADER_FOR_PARTITION", err)
+	}
+}
+
+// Invariant: every record below a leader's high watermark is on every ISR
+// member the controller could elect. A new leader does not trust what its
+// followers held in an earlier epoch: the high watermark moves only once each
+// ISR member has fetched from it in this epoch.
+func TestNewLeaderHighWatermarkWaitsForEveryIsrMember(t *testing.T) {
+	p := testPartition(t)
+	p.makeLeader(State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2, 3}, Replicas: []int32{1, 2, 3}})
+	if _, err := p.AppendAsLeader(testBatch(10), 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []int32{2, 3} {
+		if _, _, _, err := p.ReadForFollower(r, 10, 1<<20, 1, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if hw := p.HighWatermark(); hw != 10 {
+		t.Fatalf("high watermark %d, want 10", hw)
+	}
+	if _, err := p.AppendAsLeader(testBatch(5), 1); err != nil {
+		t.Fatal(err)
+	}
+	// A new epoch (say the ISR changed through the controller): followers
+	// count again from their first fetch in it.
+	p.makeLeader(State{Leader: 1, LeaderEpoch: 2, ISR: []int32{1, 2, 3}, Replicas: []int32{1, 2, 3}})
+	if _, _, _, err := p.ReadForFollower(2, 15, 1<<20, 2, true); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 10 {
+		t.Fatalf("high watermark %d before ISR member 3 fetched in the new epoch, want 10", hw)
+	}
+	if _, _, _, err := p.ReadForFollower(3, 15, 1<<20, 2, true); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 15 {
+		t.Fatalf("high watermark %d, want 15", hw)
+	}
+}
+
+// While an ISR shrink is being written the removed member still holds the
+// high watermark back (it is still in the ISR the controller reads until the
+// write lands); once written, it no longer does.
+func TestHighWatermarkWaitsDuringShrink(t *testing.T) {
+	p := testPartition(t)
+	p.SetLimits(1, 0)
+	p.makeLeader(State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2}})
+	if _, err := p.AppendAsLeader(testBatch(5), 1); err != nil {
+		t.Fatal(err)
+	}
+	st := p.shrinkCandidate()
+	if st == nil || len(st.ISR) != 1 {
+		t.Fatalf("shrink candidate %+v, want ISR [1]", st)
+	}
+	p.mu.Lock()
+	p.maybeAdvanceHWLocked()
+	p.mu.Unlock()
+	if hw := p.HighWatermark(); hw != 0 {
+		t.Fatalf("high watermark %d while the shrink is written, want 0", hw)
+	}
+	st.ZkVersion = 1
+	p.isrWritten(*st, true)
+	if hw := p.HighWatermark(); hw != 5 {
+		t.Fatalf("high watermark %d after the shrink, want 5", hw)
+	}
+}
