@@ -39,6 +39,9 @@ type cluster struct {
 	dir       string
 	overrides []string
 
+	chroot  string
+	zkProxy map[int32]*zkProxy // each broker reaches ZooKeeper through its own proxy
+
 	mu      sync.Mutex
 	ports   map[int32]int
 	procs   map[int32]*brokerProc
@@ -67,9 +70,10 @@ func brokerOverrides() []string {
 }
 
 // newCluster starts a ZooKeeper and n brokers (ids 1..n) under chroot and
-// waits until all are ready. Everything is stopped when the test ends, and
-// the tail of each broker's log is printed if it failed.
-func newCluster(t *testing.T, n int, chroot string) *cluster {
+// waits until all are ready, with brokerOverrides and then extra settings
+// (name=value). Everything is stopped when the test ends, and the tail of
+// each broker's log is printed if it failed.
+func newCluster(t *testing.T, n int, chroot string, extra ...string) *cluster {
 	t.Helper()
 	bin := ktoolBinary(t)
 	zks := zktest.Start(t)
@@ -78,7 +82,9 @@ func newCluster(t *testing.T, n int, chroot string) *cluster {
 		bin:       bin,
 		zk:        zks.Addr() + chroot,
 		dir:       t.TempDir(),
-		overrides: brokerOverrides(),
+		overrides: append(brokerOverrides(), extra...),
+		chroot:    chroot,
+		zkProxy:   map[int32]*zkProxy{},
 		ports:     map[int32]int{},
 		procs:     map[int32]*brokerProc{},
 		clients:   map[int32]*kgo.Client{},
@@ -90,6 +96,12 @@ func newCluster(t *testing.T, n int, chroot string) *cluster {
 			t.Fatal(err)
 		}
 		c.ports[id] = port
+		px, err := newZkProxy(zks.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.zkProxy[id] = px
+		t.Cleanup(px.close)
 	}
 	for id := int32(1); id <= int32(n); id++ {
 		c.start(id)
@@ -174,7 +186,7 @@ func (c *cluster) start(id int32) {
 		"--broker-id", strconv.Itoa(int(id)),
 		"--listeners", "PLAINTEXT://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(c.ports[id])),
 		"--log-dirs", c.logDir(id),
-		"--zookeeper", c.zk,
+		"--zookeeper", c.zkProxy[id].addr() + c.chroot,
 	}
 	for _, o := range c.overrides {
 		args = append(args, "--override", o)
@@ -297,6 +309,13 @@ func (c *cluster) resume(id int32) {
 	c.note(id, "SIGCONT")
 }
 
+// cutZK cuts broker id from ZooKeeper (and from nothing else) in mode m:
+// proxyBlackhole or proxyReset; proxyPass ends the cut.
+func (c *cluster) cutZK(id int32, m proxyMode) {
+	c.note(id, "ZooKeeper "+m.String())
+	c.zkProxy[id].set(m)
+}
+
 // terminate sends SIGTERM to broker id and waits up to timeout for it to
 // exit, returning its exit error (nil for a clean exit).
 func (c *cluster) terminate(id int32, timeout time.Duration) error {
@@ -384,15 +403,6 @@ func (c *cluster) admin() *kadm.Client { return kadm.NewClient(c.client()) }
 // brokerMetadata asks broker id itself (not any broker) for its metadata of
 // topics, or of no topic.
 func (c *cluster) brokerMetadata(ctx context.Context, id int32, topics ...string) (*kmsg.MetadataResponse, error) {
-	c.mu.Lock()
-	cl := c.clients[id]
-	c.mu.Unlock()
-	if cl == nil {
-		cl = c.client(kgo.SeedBrokers(c.addr(id)))
-		c.mu.Lock()
-		c.clients[id] = cl
-		c.mu.Unlock()
-	}
 	req := kmsg.NewPtrMetadataRequest()
 	for _, t := range topics {
 		rt := kmsg.NewMetadataRequestTopic()
@@ -402,7 +412,25 @@ func (c *cluster) brokerMetadata(ctx context.Context, id int32, topics ...string
 	if len(topics) == 0 {
 		req.Topics = []kmsg.MetadataRequestTopic{}
 	}
-	return req.RequestWith(ctx, cl.Broker(int(id)))
+	return req.RequestWith(ctx, c.brokerClient(id))
+}
+
+// brokerClient is a client that sends requests to broker id only.
+func (c *cluster) brokerClient(id int32) *kgo.Broker {
+	c.mu.Lock()
+	cl := c.clients[id]
+	c.mu.Unlock()
+	if cl == nil {
+		cl = c.client(kgo.SeedBrokers(c.addr(id)))
+		c.mu.Lock()
+		if prev := c.clients[id]; prev != nil {
+			cl = prev
+		} else {
+			c.clients[id] = cl
+		}
+		c.mu.Unlock()
+	}
+	return cl.Broker(int(id))
 }
 
 // listedBy is nil when every broker but id itself lists id as live in its

@@ -33,6 +33,8 @@ type producer struct {
 	errs     map[string]int
 	unbuffed int
 	lost     []string
+	// onAck, when set, is told of each acknowledgement as it arrives.
+	onAck func(partition int32, at time.Time)
 }
 
 // newProducer makes an idempotent acks=all producer on c whose records wait
@@ -83,6 +85,9 @@ func (p *producer) promise(r *kgo.Record, err error) {
 	case err == nil:
 		p.acked[r.Partition] = append(p.acked[r.Partition], ack{seq: binary.BigEndian.Uint64(r.Value), offset: r.Offset})
 		p.nacked++
+		if p.onAck != nil {
+			p.onAck(r.Partition, time.Now())
+		}
 	case err == kgo.ErrMaxBuffered:
 		p.unbuffed++
 	default:
@@ -121,6 +126,7 @@ func (p *producer) summary() string {
 // stored is a record read back from a partition.
 type stored struct {
 	offset int64
+	epoch  int32 // the leader epoch of its batch
 	value  []byte
 }
 
@@ -151,7 +157,7 @@ func readBack(ctx context.Context, c *cluster, topic string, ends map[int32]int6
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			if r.Offset < ends[r.Partition] {
-				out[r.Partition] = append(out[r.Partition], stored{offset: r.Offset, value: r.Value})
+				out[r.Partition] = append(out[r.Partition], stored{offset: r.Offset, epoch: r.LeaderEpoch, value: r.Value})
 			}
 		})
 	}
