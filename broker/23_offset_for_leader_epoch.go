@@ -8,15 +8,55 @@ package broker
 // (see replica.Partition.LastOffsetForLeaderEpoch).
 
 import (
+	"context"
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/broker/protocol"
+	"github.com/ktoolhq/ktool/broker/replica"
 )
 
 func init() { register(23, 0, 4, handleOffsetForLeaderEpoch) }
 
 func handleOffsetForLeaderEpoch(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
 	req := r.(*kmsg.OffsetForLeaderEpochRequest)
+	if req.ReplicaID < 0 || !b.leaderEpochAhead(req) {
+		respond(protocol.Response{Msg: answerOffsetForLeaderEpoch(b, req)})
+		return
+	}
+	// A follower asks about an epoch this broker has not taken yet: wait for
+	// the LeaderAndIsr on its way here, up to replica.fetch.wait.max.ms.
+	go func() {
+		ctx, cancel := context.WithTimeout(rc.ctx, b.replicaFetchWait())
+		defer cancel()
+		for _, t := range req.Topics {
+			for _, rp := range t.Partitions {
+				b.replicas.AwaitLeaderEpoch(ctx, replica.TP{Topic: t.Topic, Partition: rp.Partition}, rp.CurrentLeaderEpoch)
+			}
+		}
+		respond(protocol.Response{Msg: answerOffsetForLeaderEpoch(b, req)})
+	}()
+}
+
+// leaderEpochAhead reports whether a partition of req names a current leader
+// epoch this broker has not reached.
+func (b *Broker) leaderEpochAhead(req *kmsg.OffsetForLeaderEpochRequest) bool {
+	for _, t := range req.Topics {
+		for _, rp := range t.Partitions {
+			if rp.CurrentLeaderEpoch < 0 {
+				continue
+			}
+			p := b.replicas.Get(replica.TP{Topic: t.Topic, Partition: rp.Partition})
+			if p == nil || p.State().LeaderEpoch < rp.CurrentLeaderEpoch {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func answerOffsetForLeaderEpoch(b *Broker, req *kmsg.OffsetForLeaderEpochRequest) *kmsg.OffsetForLeaderEpochResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
@@ -34,5 +74,11 @@ func handleOffsetForLeaderEpoch(b *Broker, rc *reqCtx, r kmsg.Request, respond f
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	respond(protocol.Response{Msg: resp})
+	return resp
+}
+
+// replicaFetchWait is replica.fetch.wait.max.ms, the longest a follower's
+// question waits here for this broker to take the epoch it names.
+func (b *Broker) replicaFetchWait() time.Duration {
+	return b.cfg.Settings().ReplicaFetchWaitMax
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -198,5 +199,42 @@ func TestHighWatermarkWaitsDuringShrink(t *testing.T) {
 	p.isrWritten(*st, true)
 	if hw := p.HighWatermark(); hw != 5 {
 		t.Fatalf("high watermark %d after the shrink, want 5", hw)
+	}
+}
+
+// A follower's question about an epoch the leader has not taken yet waits for
+// the LeaderAndIsr that brings it, an event: it returns as soon as that is
+// applied, long before its own deadline.
+func TestAwaitLeaderEpochWokenByLeaderAndIsr(t *testing.T) {
+	m := testManager(t, 1)
+	tp := TP{"t", 0}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		m.AwaitLeaderEpoch(ctx, tp, 3)
+		close(done)
+	}()
+	if _, err := m.BecomeLeaderOrFollower(0, []LeaderUpdate{{TP: tp, State: State{Leader: 1, LeaderEpoch: 2, ISR: []int32{1}, Replicas: []int32{1}}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+		t.Fatal("returned at epoch 2, before epoch 3 was taken")
+	default:
+	}
+	if _, err := m.BecomeLeaderOrFollower(0, []LeaderUpdate{{TP: tp, State: State{Leader: 1, LeaderEpoch: 3, ISR: []int32{1}, Replicas: []int32{1}}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the wait to end once epoch 3 is applied", func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	})
+	if ctx.Err() != nil {
+		t.Fatal("the wait ended by its deadline, not by the LeaderAndIsr")
 	}
 }

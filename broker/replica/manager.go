@@ -67,6 +67,8 @@ type Manager struct {
 	parts           map[TP]*Partition
 	controllerEpoch int32
 	fetchers        map[int32]*fetcher // by leader broker id
+	// leadersW is woken after every LeaderAndIsr and StopReplica applied.
+	leadersW watchers
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -266,7 +268,31 @@ func (m *Manager) BecomeLeaderOrFollower(controllerEpoch int32, updates []Leader
 		}()
 	}
 	wg.Wait()
+	m.leadersW.wakeAll()
 	return errs, nil
+}
+
+// AwaitLeaderEpoch waits until this broker's state for tp reaches leader
+// epoch epoch (leading it or not), or ctx ends. A follower learns of its new
+// leader from the controller at about the time the leader does, and often
+// asks first (the leader fsyncs its epoch checkpoint before it answers): the
+// leader holds the question until its own LeaderAndIsr is applied, an event,
+// rather than refuse it and have the follower, and every acks=all producer
+// waiting on it, sleep replica.fetch.backoff.ms.
+func (m *Manager) AwaitLeaderEpoch(ctx context.Context, tp TP, epoch int32) {
+	w := NewWaiter()
+	defer m.leadersW.remove(w)
+	for {
+		m.leadersW.add(w)
+		if p := m.Get(tp); p != nil && p.State().LeaderEpoch >= epoch {
+			return
+		}
+		select {
+		case <-w.C:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // apply makes this broker leader or follower of one partition.
@@ -321,6 +347,7 @@ func (m *Manager) StopReplica(controllerEpoch int32, tp TP, del bool) error {
 		return err
 	}
 	m.removeFromFetchers(tp)
+	defer m.leadersW.wakeAll()
 	p := m.Get(tp)
 	if p == nil {
 		return nil
