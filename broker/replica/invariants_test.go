@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	klog "github.com/ktoolhq/ktool/broker/log"
 )
 
 // testBatchAt is testBatch(n) at base offset base, written at leader epoch
@@ -236,5 +238,88 @@ func TestAwaitLeaderEpochWokenByLeaderAndIsr(t *testing.T) {
 	})
 	if ctx.Err() != nil {
 		t.Fatal("the wait ended by its deadline, not by the LeaderAndIsr")
+	}
+}
+
+// failingIsr fails every write, as a store cut off mid-request does: the
+// caller cannot tell whether the write landed.
+type failingIsr struct{ writes int }
+
+func (f *failingIsr) WriteIsr(ctx context.Context, tp TP, st State) (int32, error) {
+	f.writes++
+	return 0, errors.New("connection lost; outcome unknown")
+}
+
+// Invariant: every record below the high watermark is on every ISR member
+// the controller could elect. An ISR expansion whose write failed may still
+// have landed (or land later), making the follower electable: until a later
+// write settles it, the high watermark keeps waiting for that follower.
+func TestUnknownExpansionOutcomeKeepsFollowerInHighWatermark(t *testing.T) {
+	isr := &failingIsr{}
+	m := NewManager(Config{BrokerID: 1, LogDirs: []string{t.TempDir()}, Isr: isr,
+		TopicSettings: func(string) Settings { return Settings{Log: klog.DefaultConfig(), MinISR: 1} }})
+	defer m.Shutdown()
+	tp := TP{"t", 0}
+	if err := m.apply(LeaderUpdate{TP: tp, State: State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1, 2}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	p := m.Get(tp)
+	if _, err := p.AppendAsLeader(testBatch(5), 1); err != nil {
+		t.Fatal(err)
+	}
+	_, _, expand, err := p.ReadForFollower(2, 5, 1<<20, 1, true)
+	if err != nil || expand == nil {
+		t.Fatalf("no expansion of a caught-up follower (%v)", err)
+	}
+	m.ExpandIsr(p, *expand)
+	if isr.writes != 1 {
+		t.Fatalf("%d ISR writes", isr.writes)
+	}
+	if _, err := p.AppendAsLeader(testBatch(5), 1); err != nil {
+		t.Fatal(err)
+	}
+	if hw := p.HighWatermark(); hw != 5 {
+		t.Fatalf("high watermark %d after a failed expansion of follower 2 (at 5), want 5: records above it may be missing from an ISR member", hw)
+	}
+	// The follower fetches on: the expansion is tried again, and the high
+	// watermark follows it meanwhile.
+	_, _, expand, _ = p.ReadForFollower(2, 10, 1<<20, 1, true)
+	if expand == nil {
+		t.Fatal("the expansion is not tried again")
+	}
+	if hw := p.HighWatermark(); hw != 10 {
+		t.Fatalf("high watermark %d, want 10", hw)
+	}
+}
+
+// A follower whose expansion is unsettled and that stops fetching is settled
+// by writing the ISR without it; once that write lands, the high watermark no
+// longer waits for it.
+func TestUnsettledLaggingFollowerSettledByIsrWrite(t *testing.T) {
+	p := testPartition(t)
+	p.SetLimits(1, 0)
+	p.makeLeader(State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1}, Replicas: []int32{1, 2}})
+	if _, err := p.AppendAsLeader(testBatch(5), 1); err != nil {
+		t.Fatal(err)
+	}
+	_, _, expand, _ := p.ReadForFollower(2, 5, 1<<20, 1, true)
+	if expand == nil {
+		t.Fatal("no expansion")
+	}
+	p.isrWritten(*expand, false)
+	if _, err := p.AppendAsLeader(testBatch(5), 1); err != nil {
+		t.Fatal(err)
+	}
+	st := p.shrinkCandidate()
+	if st == nil || len(st.ISR) != 1 || st.ISR[0] != 1 {
+		t.Fatalf("settling write %+v, want ISR [1]", st)
+	}
+	if hw := p.HighWatermark(); hw != 5 {
+		t.Fatalf("high watermark %d before the settling write landed, want 5", hw)
+	}
+	st.ZkVersion = 1
+	p.isrWritten(*st, true)
+	if hw := p.HighWatermark(); hw != 10 {
+		t.Fatalf("high watermark %d after the settling write, want 10", hw)
 	}
 }

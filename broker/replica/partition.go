@@ -48,9 +48,12 @@ type Partition struct {
 	minISR     int
 	lagMax     time.Duration
 	pendingIsr bool
-	// pendingAdd is a follower whose ISR expansion is being written: the high
-	// watermark already waits for it, or an acknowledged write could be missing
-	// from a member of the ISR once the write lands (Kafka's maximal ISR).
+	// pendingAdd is a follower whose ISR expansion is being written, or whose
+	// write failed without a known outcome (it may have landed, or land later:
+	// a request stuck on a cut connection): the high watermark waits for it, or
+	// an acknowledged write could be missing from a member of the ISR the
+	// controller reads (Kafka's maximal ISR). A later ISR write or a new
+	// leader epoch settles it.
 	pendingAdd  int32
 	deleted     bool
 	consumerW   watchers // woken when the high watermark moves
@@ -335,7 +338,7 @@ func (p *Partition) ReadForFollower(replica int32, offset int64, maxBytes int32,
 	}
 	f.lastFetch, f.lastFetchLeaderLE = now, leo
 	var expand *State
-	if !slices.Contains(p.state.ISR, replica) && !p.pendingIsr &&
+	if !slices.Contains(p.state.ISR, replica) && !p.pendingIsr && (p.pendingAdd < 0 || p.pendingAdd == replica) &&
 		f.leo >= p.log.HighWatermark() && f.leo >= p.epochStart {
 		st := p.state
 		st.ISR = append(slices.Clone(p.state.ISR), replica)
@@ -352,7 +355,9 @@ func (p *Partition) ReadForFollower(replica int32, offset int64, maxBytes int32,
 }
 
 // shrinkCandidate returns the ISR without followers that have not caught up within
-// replica.lag.time.max.ms, or nil when nothing changes.
+// replica.lag.time.max.ms, or nil when nothing changes. A follower whose
+// expansion is unsettled (pendingAdd) and that lags too is settled by writing
+// the ISR without it.
 func (p *Partition) shrinkCandidate() *State {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -360,18 +365,18 @@ func (p *Partition) shrinkCandidate() *State {
 		return nil
 	}
 	now := p.now()
+	lagging := func(r int32) bool {
+		f, ok := p.followers[r]
+		return !ok || now.Sub(f.lastCaughtUp) > p.lagMax
+	}
 	var keep []int32
 	for _, r := range p.state.ISR {
-		if r == p.self {
-			keep = append(keep, r)
-			continue
-		}
-		f, ok := p.followers[r]
-		if ok && now.Sub(f.lastCaughtUp) <= p.lagMax {
+		if r == p.self || !lagging(r) {
 			keep = append(keep, r)
 		}
 	}
-	if len(keep) == len(p.state.ISR) {
+	unsettled := p.pendingAdd >= 0 && !slices.Contains(p.state.ISR, p.pendingAdd) && lagging(p.pendingAdd)
+	if len(keep) == len(p.state.ISR) && !unsettled {
 		return nil
 	}
 	st := p.state
@@ -381,11 +386,15 @@ func (p *Partition) shrinkCandidate() *State {
 }
 
 // isrWritten applies an ISR change that was written to the store (ok) or clears
-// the pending flag after a failed write.
+// the pending flag after a failed write. After a failed write pendingAdd stays
+// as it is: the outcome of an expansion may be unknown.
 func (p *Partition) isrWritten(st State, ok bool) {
 	p.mu.Lock()
 	p.pendingIsr = false
-	p.pendingAdd = -1
+	if ok {
+		// The store holds st now: a follower not in it is not in the ISR.
+		p.pendingAdd = -1
+	}
 	if ok && p.leader && st.LeaderEpoch == p.state.LeaderEpoch {
 		p.state.ISR = st.ISR
 		p.state.ZkVersion = st.ZkVersion
