@@ -4,7 +4,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ktoolhq/ktool/tools/apiversions"
-	"github.com/ktoolhq/ktool/tools/cluster"
 	"github.com/ktoolhq/ktool/tools/cmdutil"
 	"github.com/ktoolhq/ktool/tools/consume"
 	"github.com/ktoolhq/ktool/tools/controller"
@@ -44,7 +43,7 @@ groups, console produce and consume, and performance tests.`,
 		newBrokerCommand(f),
 		perf.NewCommand(f),
 		topic.NewCommand(f),
-		cluster.NewCommand(f),
+		newClusterCommand(f),
 		election.NewCommand(f, nil),
 		controller.NewCommand(f, nil),
 		zk.NewCommand(f),

@@ -14,6 +14,7 @@ import (
 	"github.com/ktoolhq/ktool/broker/config"
 	"github.com/ktoolhq/ktool/broker/coord/embedded"
 	"github.com/ktoolhq/ktool/broker/coord/zkdata"
+	"github.com/ktoolhq/ktool/internal/supervisor/control"
 )
 
 // BrokerSpec is one broker of the cluster.
@@ -33,14 +34,6 @@ type Options struct {
 	Brokers  []BrokerSpec
 	// Logger is the supervisor's own log (nil discards it).
 	Logger *slog.Logger
-}
-
-// BrokerState is what Status reports about one broker.
-type BrokerState struct {
-	ID      int32  `json:"id"`
-	Running bool   `json:"running"`
-	Ready   bool   `json:"ready"`
-	Addr    string `json:"addr,omitempty"`
 }
 
 type running struct {
@@ -203,12 +196,12 @@ func (s *Supervisor) take(id int32) (*running, error) {
 }
 
 // Status reports every broker, sorted by id.
-func (s *Supervisor) Status() []BrokerState {
+func (s *Supervisor) Status() []control.BrokerState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]BrokerState, 0, len(s.specs))
+	out := make([]control.BrokerState, 0, len(s.specs))
 	for _, id := range s.IDs() {
-		st := BrokerState{ID: id}
+		st := control.BrokerState{ID: id}
 		if r := s.running[id]; r != nil {
 			st.Running = true
 			st.Addr = r.b.Addr()

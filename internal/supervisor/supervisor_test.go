@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ktoolhq/ktool/internal/supervisor/control"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -99,7 +100,7 @@ func TestRunKillStartShutdown(t *testing.T) {
 	adm := kadm.NewClient(cl)
 	waitBrokers(t, adm, []int32{0, 1, 2})
 
-	resp, err := Call(ctx, socket, Request{Op: OpKill, Broker: 1})
+	resp, err := control.Call(ctx, socket, control.Request{Op: control.OpKill, Broker: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,13 +108,13 @@ func TestRunKillStartShutdown(t *testing.T) {
 		t.Fatalf("after kill: %+v", resp.Brokers)
 	}
 	waitBrokers(t, adm, []int32{0, 2})
-	if _, err := Call(ctx, socket, Request{Op: OpKill, Broker: 1}); err == nil || !strings.Contains(err.Error(), "not running") {
+	if _, err := control.Call(ctx, socket, control.Request{Op: control.OpKill, Broker: 1}); err == nil || !strings.Contains(err.Error(), "not running") {
 		t.Fatalf("second kill: %v", err)
 	}
-	if _, err := Call(ctx, socket, Request{Op: OpKill, Broker: 7}); err == nil || !strings.Contains(err.Error(), "no broker 7") {
+	if _, err := control.Call(ctx, socket, control.Request{Op: control.OpKill, Broker: 7}); err == nil || !strings.Contains(err.Error(), "no broker 7") {
 		t.Fatalf("kill of unknown broker: %v", err)
 	}
-	resp, err = Call(ctx, socket, Request{Op: OpStart, Broker: 1})
+	resp, err = control.Call(ctx, socket, control.Request{Op: control.OpStart, Broker: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestRunKillStartShutdown(t *testing.T) {
 		t.Fatalf("after start: %+v", resp.Brokers)
 	}
 	waitBrokers(t, adm, []int32{0, 1, 2})
-	if _, err := Call(ctx, socket, Request{Op: "explode"}); err == nil {
+	if _, err := control.Call(ctx, socket, control.Request{Op: "explode"}); err == nil {
 		t.Fatal("unknown op accepted")
 	}
 	if _, err := Listen(ctx, socket); err == nil {
@@ -132,7 +133,7 @@ func TestRunKillStartShutdown(t *testing.T) {
 	if _, err := adm.CreateTopic(ctx, 3, 3, nil, "replicated"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Call(ctx, socket, Request{Op: OpShutdown}); err != nil {
+	if _, err := control.Call(ctx, socket, control.Request{Op: control.OpShutdown}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -143,7 +144,7 @@ func TestRunKillStartShutdown(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("Run did not return after shutdown")
 	}
-	if _, err := Call(ctx, socket, Request{Op: OpStatus}); err == nil {
+	if _, err := control.Call(ctx, socket, control.Request{Op: control.OpStatus}); err == nil {
 		t.Fatal("socket still answers after shutdown")
 	}
 	for _, b := range bs {

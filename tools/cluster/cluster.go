@@ -26,7 +26,6 @@ func NewCommand(f *cmdutil.Factory) *cobra.Command {
 		NewDownCommand(f, nil),
 		NewKillCommand(f, nil),
 		NewStartCommand(f, nil),
-		newSuperviseCommand(f),
 	)
 	return cmd
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ktoolhq/ktool/internal/supervisor"
+	"github.com/ktoolhq/ktool/internal/supervisor/control"
 	"github.com/ktoolhq/ktool/tools/cmdutil"
 )
 
@@ -69,7 +69,7 @@ func runDown(ctx context.Context, o *DownOptions) error {
 		// A shutdown request stops the brokers in order; SIGTERM does the
 		// same when the socket does not answer.
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		if _, err := supervisor.Call(cctx, st.Socket, supervisor.Request{Op: supervisor.OpShutdown}); err != nil {
+		if _, err := control.Call(cctx, st.Socket, control.Request{Op: control.OpShutdown}); err != nil {
 			fmt.Fprintf(o.Factory.IO.ErrOut, "%v; sending SIGTERM\n", err)
 		}
 		cancel()

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/ktoolhq/ktool/tools/cmdutil"
-	"github.com/ktoolhq/ktool/tools/topic"
+	"github.com/ktoolhq/ktool/tools/replicastate"
 )
 
 // Health is the report of `ktool cluster health`.
@@ -85,7 +85,7 @@ checking until the cluster is healthy, then exits 0.`,
 
 // Check derives the health report from one Metadata response.
 func Check(m kadm.Metadata) Health {
-	live := topic.LiveBrokers(m)
+	live := replicastate.LiveBrokers(m)
 	h := Health{
 		ClusterID: m.Cluster, Controller: m.Controller,
 		Brokers: []int32{}, BrokersDown: []int32{},
@@ -100,7 +100,7 @@ func Check(m kadm.Metadata) Health {
 			continue
 		}
 		for _, pd := range td.Partitions.Sorted() {
-			p := topic.FromMetadata(pd, live)
+			p := replicastate.FromMetadata(pd, live)
 			ref := PartitionRef{Topic: td.Topic, Partition: p.Partition, Leader: p.Leader, Replicas: p.Replicas, ISR: p.ISR}
 			if p.Unavailable() {
 				h.Offline = append(h.Offline, ref)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ktoolhq/ktool/internal/supervisor"
+	"github.com/ktoolhq/ktool/internal/supervisor/control"
 	"github.com/ktoolhq/ktool/tools/cmdutil"
 )
 
@@ -123,7 +123,7 @@ func runKill(ctx context.Context, o *BrokerOptions) error {
 		}
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		if _, err := supervisor.Call(cctx, st.Socket, supervisor.Request{Op: supervisor.OpKill, Broker: o.ID}); err != nil {
+		if _, err := control.Call(cctx, st.Socket, control.Request{Op: control.OpKill, Broker: o.ID}); err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "Killed broker %d: halted without controlled shutdown; its session ended.\n", o.ID)
@@ -164,7 +164,7 @@ func runStart(ctx context.Context, o *BrokerOptions) error {
 		}
 		cctx, cancel := context.WithTimeout(ctx, o.Wait)
 		defer cancel()
-		if _, err := supervisor.Call(cctx, st.Socket, supervisor.Request{Op: supervisor.OpStart, Broker: o.ID}); err != nil {
+		if _, err := control.Call(cctx, st.Socket, control.Request{Op: control.OpStart, Broker: o.ID}); err != nil {
 			return err
 		}
 		fmt.Fprintf(w, "Started broker %d on %s.\n", o.ID, b.Addr)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ktoolhq/ktool/internal/supervisor"
+	"github.com/ktoolhq/ktool/internal/supervisor/control"
 	"github.com/ktoolhq/ktool/tools/cmdutil"
 )
 
@@ -84,10 +84,10 @@ func runStatus(ctx context.Context, o *StatusOptions) error {
 	if err != nil {
 		return err
 	}
-	var supervised []supervisor.BrokerState
+	var supervised []control.BrokerState
 	if st.Mode == ModeEmbedded && st.Supervisor.Alive() {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		resp, err := supervisor.Call(cctx, st.Socket, supervisor.Request{Op: supervisor.OpStatus})
+		resp, err := control.Call(cctx, st.Socket, control.Request{Op: control.OpStatus})
 		cancel()
 		if err != nil {
 			return err
@@ -108,7 +108,7 @@ func runStatus(ctx context.Context, o *StatusOptions) error {
 // buildStatus joins the recorded processes with what the supervisor and the
 // metadata say. supervised is nil when the embedded-mode broker states are
 // not known: every broker is then taken as running when the supervisor is.
-func buildStatus(st *State, reg registration, supervised []supervisor.BrokerState) Status {
+func buildStatus(st *State, reg registration, supervised []control.BrokerState) Status {
 	s := Status{Dir: st.Dir, Mode: st.Mode, ZooKeeper: st.ZooKeeper, ClusterID: reg.ClusterID, Controller: reg.Controller, Brokers: []BrokerStatus{}}
 	if p := st.ZooKeeperProcess; p != nil {
 		s.ZooKeeperPID, s.ZooKeeperRunning = p.PID, p.Alive()

@@ -7,7 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/ktoolhq/ktool/tools/topic"
+	"github.com/ktoolhq/ktool/tools/replicastate"
 )
 
 // Planned is what an election would do to one partition.
@@ -50,7 +50,7 @@ const (
 // replica if it is alive and in the ISR; an unclean election only acts on a
 // partition without a live leader and picks the first live in-sync replica,
 // else the first live replica.
-func predict(p topic.Partition, live map[int32]bool, unclean bool) (newLeader int32, outcome, reason string) {
+func predict(p replicastate.Partition, live map[int32]bool, unclean bool) (newLeader int32, outcome, reason string) {
 	if len(p.Replicas) == 0 {
 		return p.Leader, WouldFail, "the partition has no assigned replicas"
 	}
@@ -86,7 +86,7 @@ func predict(p topic.Partition, live map[int32]bool, unclean bool) (newLeader in
 // set) and the per-broker leader imbalance over the whole cluster before and
 // after.
 func MakePlan(m kadm.Metadata, targets []Target, all, unclean bool) Plan {
-	live := topic.LiveBrokers(m)
+	live := replicastate.LiveBrokers(m)
 	want := map[Target]bool{}
 	for _, t := range targets {
 		want[t] = true
@@ -99,7 +99,7 @@ func MakePlan(m kadm.Metadata, targets []Target, all, unclean bool) Plan {
 			continue
 		}
 		for _, pd := range td.Partitions.Sorted() {
-			p := topic.FromMetadata(pd, live)
+			p := replicastate.FromMetadata(pd, live)
 			t := Target{Topic: td.Topic, Partition: p.Partition}
 			after := p.Leader
 			if all || want[t] {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ktoolhq/ktool/tools/cmdutil"
+	"github.com/ktoolhq/ktool/tools/replicastate"
 )
 
 // DescribeOptions are the inputs of `ktool topic describe`.
@@ -95,7 +96,7 @@ func (o *DescribeOptions) filter(topics []Topic) ([]Topic, bool) {
 			out = append(out, t)
 			continue
 		}
-		keep := []Partition{}
+		keep := []replicastate.Partition{}
 		for _, p := range t.Partitions {
 			if (o.UnderReplicated && p.UnderReplicated()) ||
 				(o.Unavailable && p.Unavailable()) ||

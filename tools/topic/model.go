@@ -13,104 +13,26 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/tools/cmdutil"
+	"github.com/ktoolhq/ktool/tools/replicastate"
 )
 
 // Topic is one described topic. Field names in JSON and YAML are part of
 // ktool's stable output (see tools/README-fields.md).
 type Topic struct {
-	Name              string      `json:"name" yaml:"name"`
-	ID                string      `json:"id" yaml:"id"`
-	Internal          bool        `json:"internal" yaml:"internal"`
-	PartitionCount    int         `json:"partition_count" yaml:"partition_count"`
-	ReplicationFactor int         `json:"replication_factor" yaml:"replication_factor"`
-	MinInsyncReplicas int         `json:"min_insync_replicas" yaml:"min_insync_replicas"`
-	Overrides         []Config    `json:"config_overrides" yaml:"config_overrides"`
-	Partitions        []Partition `json:"partitions" yaml:"partitions"`
+	Name              string                   `json:"name" yaml:"name"`
+	ID                string                   `json:"id" yaml:"id"`
+	Internal          bool                     `json:"internal" yaml:"internal"`
+	PartitionCount    int                      `json:"partition_count" yaml:"partition_count"`
+	ReplicationFactor int                      `json:"replication_factor" yaml:"replication_factor"`
+	MinInsyncReplicas int                      `json:"min_insync_replicas" yaml:"min_insync_replicas"`
+	Overrides         []Config                 `json:"config_overrides" yaml:"config_overrides"`
+	Partitions        []replicastate.Partition `json:"partitions" yaml:"partitions"`
 }
 
 // Config is a topic config set on the topic itself, overriding the default.
 type Config struct {
 	Name  string `json:"name" yaml:"name"`
 	Value string `json:"value" yaml:"value"`
-}
-
-// Partition is one partition's replica and offset state.
-type Partition struct {
-	Partition       int32   `json:"partition" yaml:"partition"`
-	Leader          int32   `json:"leader" yaml:"leader"`
-	LeaderEpoch     int32   `json:"leader_epoch" yaml:"leader_epoch"`
-	Replicas        []int32 `json:"replicas" yaml:"replicas"`
-	ISR             []int32 `json:"isr" yaml:"isr"`
-	OSR             []int32 `json:"osr" yaml:"osr"`
-	Offline         []int32 `json:"offline_replicas" yaml:"offline_replicas"`
-	PreferredLeader bool    `json:"preferred_leader" yaml:"preferred_leader"`
-	LogStartOffset  int64   `json:"log_start_offset" yaml:"log_start_offset"`
-	HighWatermark   int64   `json:"high_watermark" yaml:"high_watermark"`
-	Error           string  `json:"error,omitempty" yaml:"error,omitempty"`
-
-	leaderLive bool
-}
-
-// OSR returns the out-of-sync replicas: assigned replicas (AR) not in the ISR,
-// in assignment order.
-func OSR(replicas, isr []int32) []int32 {
-	out := []int32{}
-	for _, r := range replicas {
-		if !slices.Contains(isr, r) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// UnderReplicated reports whether some assigned replica is out of sync.
-func (p Partition) UnderReplicated() bool { return len(p.ISR) < len(p.Replicas) }
-
-// Unavailable reports whether the partition has no leader that is alive.
-func (p Partition) Unavailable() bool { return p.Leader < 0 || !p.leaderLive }
-
-// UnderMinISR reports whether a write with acks=all would be refused.
-func (p Partition) UnderMinISR(minISR int) bool { return len(p.ISR) < minISR }
-
-// AtMinISR reports whether losing one more in-sync replica would refuse
-// acks=all writes.
-func (p Partition) AtMinISR(minISR int) bool { return len(p.ISR) == minISR }
-
-// FromMetadata turns one partition of a Metadata response into a Partition.
-// live holds the brokers present in the same response; replicas on brokers
-// that are not live count as offline, as Kafka's metadata cache does.
-func FromMetadata(d kadm.PartitionDetail, live map[int32]bool) Partition {
-	p := Partition{
-		Partition:      d.Partition,
-		Leader:         d.Leader,
-		LeaderEpoch:    d.LeaderEpoch,
-		Replicas:       nonNil(d.Replicas),
-		ISR:            nonNil(d.ISR),
-		Offline:        []int32{},
-		LogStartOffset: -1,
-		HighWatermark:  -1,
-		leaderLive:     d.Leader >= 0 && live[d.Leader],
-	}
-	p.OSR = OSR(p.Replicas, p.ISR)
-	for _, r := range p.Replicas {
-		if slices.Contains(d.OfflineReplicas, r) || !live[r] {
-			p.Offline = append(p.Offline, r)
-		}
-	}
-	p.PreferredLeader = len(p.Replicas) > 0 && p.Leader == p.Replicas[0]
-	if d.Err != nil && d.Err != kerr.LeaderNotAvailable {
-		p.Error = d.Err.Error()
-	}
-	return p
-}
-
-// LiveBrokers is the set of brokers in a Metadata response.
-func LiveBrokers(m kadm.Metadata) map[int32]bool {
-	live := make(map[int32]bool, len(m.Brokers))
-	for _, b := range m.Brokers {
-		live[b.NodeID] = true
-	}
-	return live
 }
 
 // Load describes topics (all non-internal ones plus internal ones when
@@ -121,7 +43,7 @@ func Load(ctx context.Context, adm *kadm.Client, names []string, internal bool) 
 	if err != nil {
 		return nil, err
 	}
-	live := LiveBrokers(m)
+	live := replicastate.LiveBrokers(m)
 	var topics []Topic
 	for _, td := range m.Topics.Sorted() {
 		if td.Err != nil {
@@ -141,10 +63,10 @@ func Load(ctx context.Context, adm *kadm.Client, names []string, internal bool) 
 			ReplicationFactor: td.Partitions.NumReplicas(),
 			MinInsyncReplicas: 1,
 			Overrides:         []Config{},
-			Partitions:        []Partition{},
+			Partitions:        []replicastate.Partition{},
 		}
 		for _, pd := range td.Partitions.Sorted() {
-			t.Partitions = append(t.Partitions, FromMetadata(pd, live))
+			t.Partitions = append(t.Partitions, replicastate.FromMetadata(pd, live))
 		}
 		topics = append(topics, t)
 	}
@@ -261,11 +183,4 @@ func topicID(id kadm.TopicID) string {
 	}
 	// Kafka prints topic ids as unpadded URL-safe base64.
 	return base64.RawURLEncoding.EncodeToString(id[:])
-}
-
-func nonNil(xs []int32) []int32 {
-	if xs == nil {
-		return []int32{}
-	}
-	return slices.Clone(xs)
 }
