@@ -24,6 +24,7 @@ import (
 	klog "github.com/ktoolhq/ktool/broker/log"
 	"github.com/ktoolhq/ktool/broker/protocol"
 	"github.com/ktoolhq/ktool/broker/replica"
+	"github.com/ktoolhq/ktool/plugins/codec"
 )
 
 // Options configure a Broker.
@@ -33,8 +34,8 @@ type Options struct {
 	// zookeeper.connect is set, else the embedded store kept in the first log dir.
 	Connector coord.Connector
 	Logger    *slog.Logger
-	// Codecs recompresses batches for topics whose compression.type is not
-	// "producer". Nil uses the built-in codecs in process.
+	// Codecs resolves compression codecs (the plugin catalog). Nil serves
+	// the built-in codecs in process, as the catalog does without plugins.
 	Codecs CodecSource
 }
 
@@ -99,7 +100,7 @@ func New(opts Options) (*Broker, error) {
 	}
 	b.metrics = newMetrics(b)
 	if b.codecs == nil {
-		b.codecs = builtinCodecs{}
+		b.codecs = codec.NewSet(codec.Builtins()...)
 	}
 	if err := parseListeners(b); err != nil {
 		return nil, err
@@ -517,6 +518,7 @@ func (b *Broker) topicSettings(topic string) replica.Settings {
 	lc.MinCompactionLagMs = config.Millis(tc.MinCompactionLag)
 	lc.MaxCompactionLagMs = config.Millis(tc.MaxCompactionLag)
 	lc.CleanerDedupeBufferSize = int64(b.cfg.Settings().LogCleanerDedupeBuffer)
+	lc.Codecs = b.codecs
 	if lc.FlushIntervalMs <= 0 {
 		lc.FlushIntervalMs = math.MaxInt64
 	}

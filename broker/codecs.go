@@ -3,48 +3,50 @@ package broker
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/ktoolhq/ktool/internal/batch"
 	"github.com/ktoolhq/ktool/plugins/codec"
 )
 
-// CodecSource finds compression codecs by Kafka codec id (the plugin catalog in
-// production, the built-in codecs by default).
-type CodecSource interface {
-	CodecByID(ctx context.Context, id int8) (codec.Codec, error)
-}
-
-type builtinCodecs struct{}
-
-func (builtinCodecs) CodecByID(_ context.Context, id int8) (codec.Codec, error) {
-	return codec.Lookup(codec.Builtins())(id)
-}
+// CodecSource finds compression codecs by Kafka codec id: the plugin catalog
+// in production (external plugins override the built-ins, which run in
+// process). It is resolved once per id and shared by produce validation and
+// recompression, the logs (cleaner, timestamp lookups) and the group
+// coordinator.
+type CodecSource = batch.Codecs
 
 // maybeRecompress rewrites batches to the topic's compression.type. With
-// "producer" (the default) the bytes are returned untouched: no codec is called
-// on the produce path.
+// "producer" (the default) the bytes are returned untouched: no codec
+// compresses on the produce path. Otherwise the batch's records are walked
+// before anything is inflated, decompression stops at the topic's limit
+// (batch.DecompressLimit), and the log validates the rewritten batch again,
+// with the topic's timestamp and key rules, before it is appended.
 func (b *Broker) maybeRecompress(ctx context.Context, topic string, records []byte) ([]byte, error) {
-	ct := b.cfg.TopicCompression(b.topicOverrides(topic))
+	overrides := b.topicOverrides(topic)
+	ct := b.cfg.TopicCompression(overrides)
 	if ct == "producer" || ct == "" {
 		return records, nil
 	}
-	lookup := func(id int8) (codec.Codec, error) { return b.codecs.CodecByID(ctx, id) }
-	var to codec.Codec
+	maxMessageBytes := int(b.cfg.Topic(overrides).MaxMessageBytes)
+	to := codec.IDNone
 	if ct != "uncompressed" {
 		id, ok := codec.IDForName(ct)
 		if !ok {
 			return nil, fmt.Errorf("%w: unknown compression.type %q", kerr.InvalidConfig, ct)
 		}
-		c, err := lookup(id)
-		if err != nil {
-			return nil, err
-		}
-		to = c
+		to = id
 	}
-	out, err := codec.RecompressBatches(ctx, records, to, lookup)
+	// Walk the records first, streaming: a bomb or a lie stops at its first
+	// bad record instead of being inflated whole to be recompressed.
+	if _, err := batch.CheckProduce(ctx, records, batch.Rules{Codecs: b.codecs, MaxMessageBytes: maxMessageBytes, TimestampDiffMaxMs: math.MaxInt64}); err != nil {
+		return nil, err
+	}
+	out, err := batch.Recompress(ctx, b.codecs, records, to, batch.DecompressLimit(maxMessageBytes))
 	if err != nil {
-		return nil, fmt.Errorf("%w: recompressing to %s: %v", kerr.CorruptMessage, ct, err)
+		return nil, fmt.Errorf("recompressing to %s: %w", ct, err)
 	}
 	return out, nil
 }

@@ -8,8 +8,8 @@ import (
 
 	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/broker/group"
-	klog "github.com/ktoolhq/ktool/broker/log"
 	"github.com/ktoolhq/ktool/broker/replica"
+	"github.com/ktoolhq/ktool/internal/batch"
 )
 
 // newGroupCoordinator builds the group coordinator over __consumer_offsets. A
@@ -32,6 +32,7 @@ func newGroupCoordinator(ctx context.Context, b *Broker) *group.Coordinator {
 		BrokerID:              b.id,
 		NumPartitions:         n,
 		Log:                   offsetsLog{b},
+		Codecs:                b.codecs,
 		InitialRebalanceDelay: s.GroupInitialRebalanceDelay,
 		MinSessionTimeout:     s.GroupMinSessionTimeout,
 		MaxSessionTimeout:     s.GroupMaxSessionTimeout,
@@ -130,8 +131,8 @@ func (o offsetsLog) Scan(ctx context.Context, partition int32, fn func([]byte) e
 // eachBatch calls fn for each whole batch in buf and returns the offset after the last one.
 func eachBatch(buf []byte, fn func([]byte) error) (int64, error) {
 	next := int64(-1)
-	for len(buf) >= klog.BatchHeaderSize {
-		h, err := klog.ParseBatchHeader(buf)
+	for len(buf) >= batch.HeaderSize {
+		h, err := batch.ParseHeader(buf)
 		if err != nil || h.Size() > int64(len(buf)) {
 			break
 		}

@@ -62,7 +62,7 @@ func BenchmarkCodec(b *testing.B) {
 			b.Run(local.Name()+"/"+where.name+"/decompress", func(b *testing.B) {
 				b.SetBytes(int64(total))
 				for b.Loop() {
-					if _, err := where.c.Decompress(ctx, comp); err != nil {
+					if _, err := where.c.Decompress(ctx, comp, 0); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -43,9 +43,13 @@ type Catalog struct {
 	opts  Options
 	calls atomic.Int64
 
-	mu     sync.Mutex
-	procs  map[procKey]*proc
-	closed bool
+	// builtins serve codec ids in process unless an external plugin
+	// overrides them; resolved caches each id's answer once it is known.
+	builtins *codec.Set
+	mu       sync.Mutex
+	procs    map[procKey]*proc
+	closed   bool
+	resolved [codec.IDZstd + 1]codec.Codec
 }
 
 type procKey struct{ kind, name string }
@@ -71,13 +75,13 @@ func NewCatalog(opts Options) *Catalog {
 	if opts.CallTimeout <= 0 {
 		opts.CallTimeout = time.Minute
 	}
-	return &Catalog{opts: opts, procs: map[procKey]*proc{}}
+	return &Catalog{opts: opts, procs: map[procKey]*proc{}, builtins: codec.NewSet(codec.Builtins()...)}
 }
 
 // Dir is the external plugin directory the catalog looks in.
 func (c *Catalog) Dir() string { return c.opts.Dir }
 
-// Calls counts the Compress and Decompress calls made through the catalog's codecs.
+// Calls counts the Compress and Decompress calls made to plugin processes.
 func (c *Catalog) Calls() int64 { return c.calls.Load() }
 
 // Codec returns the codec plugin name, starting it if needed. An external
@@ -90,17 +94,35 @@ func (c *Catalog) Codec(ctx context.Context, name string) (codec.Codec, error) {
 	return &pluginCodec{cat: c, name: name, id: p.info.CodecID}, nil
 }
 
-// CodecByID returns the codec for a Kafka codec id (1 gzip, 2 snappy, 3 lz4, 4 zstd).
-func (c *Catalog) CodecByID(ctx context.Context, id int8) (codec.Codec, error) {
+// CodecByID is how ktool resolves a Kafka codec id (1 gzip, 2 snappy,
+// 3 lz4, 4 zstd) everywhere: an external plugin named for the codec in the
+// plugin directory wins, served by its process (started on first call);
+// otherwise the built-in runs in this process, with no round trip. Each id is
+// resolved once and cached, so a lookup builds nothing.
+func (c *Catalog) CodecByID(_ context.Context, id int8) (codec.Codec, error) {
 	if id < codec.IDGzip || id > codec.IDZstd {
 		return nil, fmt.Errorf("no codec with id %d (known: 1 gzip, 2 snappy, 3 lz4, 4 zstd)", id)
 	}
-	return c.Codec(ctx, codec.NameForID(id))
-}
-
-// CodecLookup adapts CodecByID to the lookup function the batch helpers take.
-func (c *Catalog) CodecLookup(ctx context.Context) func(id int8) (codec.Codec, error) {
-	return func(id int8) (codec.Codec, error) { return c.CodecByID(ctx, id) }
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cd := c.resolved[id]; cd != nil {
+		return cd, nil
+	}
+	name := codec.NameForID(id)
+	_, _, builtin, err := c.locate(KindCodec, name)
+	var cd codec.Codec
+	switch {
+	case err != nil:
+		return nil, err
+	case builtin:
+		if cd, err = c.builtins.CodecByID(context.Background(), id); err != nil {
+			return nil, err
+		}
+	default:
+		cd = &pluginCodec{cat: c, name: name, id: id}
+	}
+	c.resolved[id] = cd
+	return cd, nil
 }
 
 // Assignor returns the assignor plugin name, starting it if needed. Its
@@ -420,18 +442,35 @@ func (pc *pluginCodec) Name() string { return pc.name }
 func (pc *pluginCodec) ID() int8     { return pc.id }
 
 func (pc *pluginCodec) Compress(ctx context.Context, records [][]byte) ([][]byte, error) {
-	return pc.do(ctx, "Compress", records)
+	return pc.do(ctx, "Compress", records, encodeSections(records))
 }
 
-func (pc *pluginCodec) Decompress(ctx context.Context, data [][]byte) ([][]byte, error) {
-	return pc.do(ctx, "Decompress", data)
+// Decompress sends the limit with the sections, so the plugin process stops
+// at it too, and holds the plugin to it: a larger section is refused here.
+func (pc *pluginCodec) Decompress(ctx context.Context, data [][]byte, limit int) ([][]byte, error) {
+	limit = codec.Limit(limit)
+	out, err := pc.do(ctx, "Decompress", data, encodeDecompressRequest(limit, data))
+	if err != nil {
+		// Errors cross the process boundary as text; keep the one callers
+		// tell apart (MESSAGE_TOO_LARGE rather than CORRUPT_MESSAGE).
+		if strings.Contains(err.Error(), codec.ErrTooLarge.Error()) {
+			return nil, fmt.Errorf("%w: %w", codec.ErrTooLarge, err)
+		}
+		return nil, err
+	}
+	for i, s := range out {
+		if len(s) > limit {
+			return nil, fmt.Errorf("codec plugin %q: section %d decompressed to %d bytes past the limit %d: %w", pc.name, i, len(s), limit, codec.ErrTooLarge)
+		}
+	}
+	return out, nil
 }
 
-func (pc *pluginCodec) do(ctx context.Context, method string, in [][]byte) ([][]byte, error) {
+func (pc *pluginCodec) do(ctx context.Context, method string, in [][]byte, req []byte) ([][]byte, error) {
 	pc.cat.calls.Add(1)
 	var out [][]byte
 	err := pc.cat.call(ctx, KindCodec, pc.name, func(ctx context.Context, rpc *rpcClient) (err error) {
-		out, err = compressRPC(ctx, rpc, method, in)
+		out, err = codecRPC(ctx, rpc, method, req, len(in))
 		return err
 	})
 	return out, err

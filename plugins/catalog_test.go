@@ -26,7 +26,7 @@ func TestBuiltinCodecsThroughPlugin(t *testing.T) {
 	in := [][]byte{bytes.Repeat([]byte("kafka records "), 5000), []byte("second batch"), {}}
 	for _, builtin := range codec.Builtins() {
 		t.Run(builtin.Name(), func(t *testing.T) {
-			c, err := cat.CodecByID(ctx, builtin.ID())
+			c, err := cat.Codec(ctx, builtin.Name())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -38,7 +38,7 @@ func TestBuiltinCodecsThroughPlugin(t *testing.T) {
 				t.Fatal(err)
 			}
 			// What the plugin compressed, the in-process codec reads, and the other way round.
-			back, err := builtin.Decompress(ctx, comp)
+			back, err := builtin.Decompress(ctx, comp, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,7 +46,7 @@ func TestBuiltinCodecsThroughPlugin(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			back2, err := c.Decompress(ctx, local)
+			back2, err := c.Decompress(ctx, local, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,7 +178,7 @@ func TestCrashMidCall(t *testing.T) {
 		}
 	}
 	// The next call starts the plugin again; Decompress works there.
-	out, err := c.Decompress(ctx, [][]byte{[]byte("fine")})
+	out, err := c.Decompress(ctx, [][]byte{[]byte("fine")}, 0)
 	if err != nil || string(out[0]) != "fine" {
 		t.Fatalf("after a restart: %q, %v", out, err)
 	}
@@ -209,7 +209,7 @@ func TestStuckCallIsBounded(t *testing.T) {
 		t.Fatalf("err = %v, want a deadline error", err)
 	}
 	// Other calls still reach the plugin.
-	if out, err := c.Decompress(testContext(t), [][]byte{[]byte("ok")}); err != nil || string(out[0]) != "ok" {
+	if out, err := c.Decompress(testContext(t), [][]byte{[]byte("ok")}, 0); err != nil || string(out[0]) != "ok" {
 		t.Fatalf("Decompress after stuck calls: %q, %v", out, err)
 	}
 }
@@ -224,7 +224,7 @@ func TestPluginErrorsAndPanicsAreErrors(t *testing.T) {
 	if _, err := c.Compress(ctx, [][]byte{{1}}); err == nil || !strings.Contains(err.Error(), "disk on fire") {
 		t.Fatalf("err = %v, want the plugin's error", err)
 	}
-	if _, err := c.Decompress(ctx, [][]byte{{1}}); err == nil || !strings.Contains(err.Error(), "unexpected state") {
+	if _, err := c.Decompress(ctx, [][]byte{{1}}, 0); err == nil || !strings.Contains(err.Error(), "unexpected state") {
 		t.Fatalf("err = %v, want the plugin's panic as an error", err)
 	}
 	// The panic did not take the process down: the next call still reaches it.
@@ -440,5 +440,58 @@ func TestPluginDiesWithHost(t *testing.T) {
 			t.Fatalf("plugin %d still running after its host was killed", kids[0])
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestCodecByIDInProcessOnce: a built-in codec id resolves to the in-process
+// codec, the same instance every time, and using it makes no plugin call.
+func TestCodecByIDInProcessOnce(t *testing.T) {
+	ctx := testContext(t)
+	cat := newCatalog(t)
+	in := [][]byte{bytes.Repeat([]byte("kafka records "), 5000)}
+	for _, b := range codec.Builtins() {
+		c1, err := cat.CodecByID(ctx, b.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c2, err := cat.CodecByID(ctx, b.ID())
+		if err != nil || c1 != c2 {
+			t.Fatalf("%s: a second lookup gave %p, %v; want the first one %p", b.Name(), c2, err, c1)
+		}
+		if _, ok := c1.(codec.Streamer); !ok {
+			t.Fatalf("%s resolved to %T, not the in-process codec", b.Name(), c1)
+		}
+		comp, err := c1.Compress(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back, err := c1.Decompress(ctx, comp, 0); err != nil || !bytes.Equal(back[0], in[0]) {
+			t.Fatalf("%s round trip: %v", b.Name(), err)
+		}
+	}
+	if n := cat.Calls(); n != 0 {
+		t.Fatalf("%d plugin calls for built-in codecs", n)
+	}
+}
+
+// TestPluginDecompressHonoursLimit: a codec plugin process is sent the
+// caller's limit and stops there, so a bomb inflates in neither process.
+func TestPluginDecompressHonoursLimit(t *testing.T) {
+	ctx := testContext(t)
+	cat := newCatalog(t)
+	remote, err := cat.Codec(ctx, "zstd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bomb, err := codec.NewZstd().Compress(ctx, [][]byte{make([]byte, 64<<20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = remote.Decompress(ctx, bomb, 1<<20)
+	if !errors.Is(err, codec.ErrTooLarge) {
+		t.Fatalf("err = %v, want ErrTooLarge from the plugin process", err)
+	}
+	if out, err := remote.Decompress(ctx, bomb, 64<<20); err != nil || len(out[0]) != 64<<20 {
+		t.Fatalf("at a limit it fits: %v", err)
 	}
 }

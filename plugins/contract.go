@@ -18,7 +18,8 @@ const (
 // only tells a plugin binary it was started by ktool; a plugin built for
 // another ProtocolVersion is refused with a clear error.
 const (
-	ProtocolVersion  = 1
+	// ProtocolVersion 2: Decompress carries the caller's output limit.
+	ProtocolVersion  = 2
 	MagicCookieKey   = "KTOOL_PLUGIN"
 	MagicCookieValue = "c5f1a0d2-ktool-plugin-7e94"
 )

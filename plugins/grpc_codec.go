@@ -23,14 +23,14 @@ func (s *codecServer) codecImpl() *codecServer { return s }
 
 func codecServiceDesc() *grpc.ServiceDesc {
 	impl := func(srv any) *codecServer { return srv.(codecServerAPI).codecImpl() }
-	sections := func(call func(c codec.Codec, ctx context.Context, in [][]byte) ([][]byte, error)) handler {
+	sections := func(decode func([]byte) ([][]byte, int, error), call func(c codec.Codec, ctx context.Context, in [][]byte, limit int) ([][]byte, error)) handler {
 		return func(srv any, ctx context.Context, in []byte) ([]byte, error) {
-			secs, err := decodeSections(in)
+			secs, limit, err := decode(in)
 			if err != nil {
 				return nil, err
 			}
 			c := impl(srv).codec
-			out, err := call(c, ctx, secs)
+			out, err := call(c, ctx, secs, limit)
 			if err != nil {
 				return nil, err
 			}
@@ -48,8 +48,8 @@ func codecServiceDesc() *grpc.ServiceDesc {
 				s := impl(srv)
 				return encodeInfo(wireInfo{Name: s.codec.Name(), Kind: KindCodec, Version: s.version, CodecID: s.codec.ID()})
 			}),
-			method(codecService, "Compress", sections(codec.Codec.Compress)),
-			method(codecService, "Decompress", sections(codec.Codec.Decompress)),
+			method(codecService, "Compress", sections(decodeCompressRequest, compress)),
+			method(codecService, "Decompress", sections(decodeDecompressRequest, codec.Codec.Decompress)),
 		},
 	}
 }
@@ -69,8 +69,19 @@ func (p *codecPlugin) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, conn
 	return &rpcClient{conn: conn, service: codecService, exited: ctx.Done()}, nil
 }
 
-func compressRPC(ctx context.Context, c *rpcClient, name string, in [][]byte) ([][]byte, error) {
-	b, err := c.call(ctx, name, encodeSections(in))
+// compress adapts Compress, which takes no limit, to the handler's call.
+func compress(c codec.Codec, ctx context.Context, in [][]byte, _ int) ([][]byte, error) {
+	return c.Compress(ctx, in)
+}
+
+func decodeCompressRequest(b []byte) ([][]byte, int, error) {
+	secs, err := decodeSections(b)
+	return secs, 0, err
+}
+
+// codecRPC sends an encoded request of n sections and decodes the n sections back.
+func codecRPC(ctx context.Context, c *rpcClient, name string, req []byte, n int) ([][]byte, error) {
+	b, err := c.call(ctx, name, req)
 	if err != nil {
 		return nil, err
 	}
@@ -78,8 +89,8 @@ func compressRPC(ctx context.Context, c *rpcClient, name string, in [][]byte) ([
 	if err != nil {
 		return nil, err
 	}
-	if len(out) != len(in) {
-		return nil, fmt.Errorf("%s: plugin returned %d sections for %d", name, len(out), len(in))
+	if len(out) != n {
+		return nil, fmt.Errorf("%s: plugin returned %d sections for %d", name, len(out), n)
 	}
 	return out, nil
 }

@@ -91,7 +91,7 @@ var testPlugins = map[string]func() error{
 	// A plugin built for another protocol version.
 	"ktool-codec-future": func() error {
 		plugin.Serve(&plugin.ServeConfig{
-			HandshakeConfig: plugin.HandshakeConfig{ProtocolVersion: 2, MagicCookieKey: plugins.MagicCookieKey, MagicCookieValue: plugins.MagicCookieValue},
+			HandshakeConfig: plugin.HandshakeConfig{ProtocolVersion: plugins.ProtocolVersion + 1, MagicCookieKey: plugins.MagicCookieKey, MagicCookieValue: plugins.MagicCookieValue},
 			Plugins:         plugin.PluginSet{},
 			GRPCServer:      plugin.DefaultGRPCServer,
 		})
@@ -126,7 +126,7 @@ func (f *fakeCodec) Compress(_ context.Context, in [][]byte) ([][]byte, error) {
 	return in, nil
 }
 
-func (f *fakeCodec) Decompress(_ context.Context, in [][]byte) ([][]byte, error) {
+func (f *fakeCodec) Decompress(_ context.Context, in [][]byte, _ int) ([][]byte, error) {
 	if f.decompress != nil {
 		if err := f.decompress(); err != nil {
 			return nil, err

@@ -77,8 +77,8 @@ func builtinNames(kind string) []string {
 	var names []string
 	switch kind {
 	case KindCodec:
-		for _, c := range codec.Builtins() {
-			names = append(names, c.Name())
+		for id := codec.IDGzip; id <= codec.IDZstd; id++ {
+			names = append(names, codec.NameForID(id))
 		}
 	case KindAssignor:
 		for _, a := range assignor.Builtins() {

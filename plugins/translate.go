@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/ktoolhq/ktool/assignor"
+	"github.com/ktoolhq/ktool/plugins/codec"
 )
 
 // The gRPC messages are protobuf well-known types (BytesValue) carrying a
@@ -204,6 +205,26 @@ func encodeSections(sections [][]byte) []byte {
 		w.bytes(s)
 	}
 	return w.b
+}
+
+// encodeDecompressRequest is a Decompress call: the output limit per
+// section, then the sections.
+func encodeDecompressRequest(limit int, sections [][]byte) []byte {
+	w := writer{}
+	w.uint(uint64(limit))
+	return append(w.b, encodeSections(sections)...)
+}
+
+// decodeDecompressRequest reads a Decompress call; the limit is clamped to
+// what any codec may produce.
+func decodeDecompressRequest(b []byte) ([][]byte, int, error) {
+	r := reader{b: b}
+	limit := r.uint()
+	if r.err != nil {
+		return nil, 0, fmt.Errorf("decoding decompress limit: %w", r.err)
+	}
+	secs, err := decodeSections(r.b)
+	return secs, codec.Limit(int(min(limit, codec.MaxDecompressed))), err
 }
 
 func decodeSections(b []byte) ([][]byte, error) {

@@ -9,6 +9,8 @@ import (
 	"unicode/utf16"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/ktoolhq/ktool/internal/batch"
 )
 
 // OffsetsLog is implemented by the broker over the __consumer_offsets partitions.
@@ -30,6 +32,10 @@ type Config struct {
 	BrokerID      int32
 	NumPartitions int32 // offsets.topic.num.partitions (50)
 	Log           OffsetsLog
+	// Codecs reads compressed batches found in __consumer_offsets (which
+	// Kafka may write with offsets.topic.compression.codec); nil reads
+	// uncompressed batches only.
+	Codecs batch.Codecs
 
 	InitialRebalanceDelay time.Duration // group.initial.rebalance.delay.ms
 	MinSessionTimeout     time.Duration // group.min.session.timeout.ms (6s)

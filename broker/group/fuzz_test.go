@@ -19,7 +19,7 @@ func FuzzReadBatch(f *testing.F) {
 	f.Add([]byte{0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		st := newLoadState()
-		_ = readBatch(context.Background(), b, st.apply)
+		_ = readBatch(context.Background(), nil, b, st.apply)
 		st.build(time.UnixMilli(4))
 	})
 }

@@ -2,7 +2,6 @@ package group
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -12,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/ktoolhq/ktool/plugins/codec"
+	"github.com/ktoolhq/ktool/internal/batch"
 )
 
 // memLog is an in-memory append-only __consumer_offsets: a list of batches per
@@ -30,15 +29,15 @@ func newMemLog() *memLog {
 	return &memLog{batches: map[int32][][]byte{}, next: map[int32]int64{}}
 }
 
-func (l *memLog) Append(ctx context.Context, p int32, batch []byte) (int64, error) {
-	if !codec.CRCValid(batch) {
+func (l *memLog) Append(ctx context.Context, p int32, b []byte) (int64, error) {
+	if !batch.CRCValid(b) {
 		return -1, errors.New("memLog: batch with a bad CRC")
 	}
-	h, err := codec.ParseBatchHeader(batch)
+	h, err := batch.ParseHeader(b)
 	if err != nil {
 		return -1, err
 	}
-	if h.Size() != len(batch) || h.ProducerID != -1 || h.CodecID() != 0 {
+	if h.Size() != int64(len(b)) || h.ProducerID != -1 || h.Compression() != 0 {
 		return -1, errors.New("memLog: unexpected batch header")
 	}
 	l.mu.Lock()
@@ -56,9 +55,9 @@ func (l *memLog) Append(ctx context.Context, p int32, batch []byte) (int64, erro
 	if l.appendErr != nil {
 		return -1, l.appendErr
 	}
-	b := append([]byte(nil), batch...)
+	b = append([]byte(nil), b...)
 	base := l.next[p]
-	binary.BigEndian.PutUint64(b, uint64(base))
+	batch.SetBaseOffset(b, base)
 	l.batches[p] = append(l.batches[p], b)
 	l.next[p] = base + int64(h.NumRecords)
 	return base, nil
@@ -97,7 +96,7 @@ func (l *memLog) records(t *testing.T, p int32) []record {
 	t.Helper()
 	var out []record
 	err := l.Scan(context.Background(), p, func(b []byte) error {
-		return readBatch(context.Background(), b, func(_ int64, k, v []byte) error {
+		return readBatch(context.Background(), nil, b, func(_ int64, k, v []byte) error {
 			out = append(out, record{k, v})
 			return nil
 		})

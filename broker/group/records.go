@@ -5,11 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/ktoolhq/ktool/internal/batch"
 	"github.com/ktoolhq/ktool/plugins/codec"
 )
 
@@ -23,8 +23,6 @@ const (
 	offsetValueVersionExp = 1
 	groupValueVersion     = 3
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // topicPartition names a committed offset inside a group.
 type topicPartition struct {
@@ -77,65 +75,42 @@ type record struct {
 func buildBatch(recs []record, now time.Time) []byte {
 	var body []byte
 	for i, r := range recs {
-		rec := kmsg.Record{OffsetDelta: int32(i), Key: r.key, Value: r.value}
-		rec.Length = int32(len(rec.AppendTo(nil)) - 1) // a zero length is one varint byte
-		body = rec.AppendTo(body)
+		body = batch.AppendRecord(body, 0, int32(i), r.key, r.value, nil)
 	}
 	ms := now.UnixMilli()
-	b := kmsg.RecordBatch{
+	return batch.Encode(batch.Header{
 		PartitionLeaderEpoch: -1,
-		Magic:                2,
 		LastOffsetDelta:      int32(len(recs) - 1),
 		FirstTimestamp:       ms,
 		MaxTimestamp:         ms,
 		ProducerID:           -1,
 		ProducerEpoch:        -1,
-		FirstSequence:        -1,
+		BaseSequence:         -1,
 		NumRecords:           int32(len(recs)),
-		Records:              body,
-	}
-	out := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[8:], uint32(len(out)-12))
-	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:], castagnoli))
-	return out
+	}, body)
 }
 
-var builtinCodecs = codec.Lookup(codec.Builtins())
-
 // readBatch calls fn with the offset, key and value of every record in one
-// magic v2 batch. Control batches (transaction markers) carry no group data.
-func readBatch(ctx context.Context, batch []byte, fn func(offset int64, key, value []byte) error) error {
-	h, err := codec.ParseBatchHeader(batch)
+// magic v2 batch, decompressing it through codecs. Control batches
+// (transaction markers) carry no group data.
+func readBatch(ctx context.Context, codecs batch.Codecs, b []byte, fn func(offset int64, key, value []byte) error) error {
+	h, err := batch.ParseHeader(b)
 	if err != nil {
 		return err
 	}
-	if h.Magic != 2 {
-		return fmt.Errorf("record batch at offset %d: magic %d, want 2", h.BaseOffset, h.Magic)
+	if h.Size() > int64(len(b)) {
+		return fmt.Errorf("record batch at offset %d: %d bytes, have %d", h.BaseOffset, h.Size(), len(b))
 	}
-	if !codec.CRCValid(batch[:min(len(batch), h.Size())]) {
+	b = b[:h.Size()]
+	if !batch.CRCValid(b) {
 		return fmt.Errorf("record batch at offset %d: CRC mismatch", h.BaseOffset)
 	}
 	if h.Control() {
 		return nil
 	}
-	_, section, err := codec.DecompressBatch(ctx, batch, builtinCodecs)
-	if err != nil {
-		return err
-	}
-	raw, err := codec.SplitRecords(section)
-	if err != nil {
-		return fmt.Errorf("record batch at offset %d: %w", h.BaseOffset, err)
-	}
-	for _, r := range raw {
-		var rec kmsg.Record
-		if err := rec.ReadFrom(r); err != nil {
-			return fmt.Errorf("record batch at offset %d: %w", h.BaseOffset, err)
-		}
-		if err := fn(h.BaseOffset+int64(rec.OffsetDelta), rec.Key, rec.Value); err != nil {
-			return err
-		}
-	}
-	return nil
+	return batch.Records(ctx, codecs, h, b, codec.MaxDecompressed, func(r batch.Record) error {
+		return fn(h.BaseOffset+int64(r.OffsetDelta), r.Key, r.Value)
+	})
 }
 
 // errUnknownKey marks a record whose key version this coordinator does not know

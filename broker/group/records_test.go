@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ktoolhq/ktool/internal/batch"
+	"github.com/ktoolhq/ktool/plugins/codec"
 )
 
 // Expected bytes are assembled field by field from the schemas Kafka documents
@@ -121,7 +124,7 @@ func TestBatchRoundTrip(t *testing.T) {
 	}
 	var got []record
 	var offs []int64
-	err := readBatch(context.Background(), b, func(o int64, k, v []byte) error {
+	err := readBatch(context.Background(), nil, b, func(o int64, k, v []byte) error {
 		got = append(got, record{k, v})
 		offs = append(offs, o)
 		return nil
@@ -134,7 +137,7 @@ func TestBatchRoundTrip(t *testing.T) {
 		t.Fatalf("records back: %v at %v", got, offs)
 	}
 	b[len(b)-1] ^= 1
-	if err := readBatch(context.Background(), b, func(int64, []byte, []byte) error { return nil }); err == nil {
+	if err := readBatch(context.Background(), nil, b, func(int64, []byte, []byte) error { return nil }); err == nil {
 		t.Fatal("corrupt batch read without error")
 	}
 }
@@ -185,5 +188,35 @@ func TestPartitionFor(t *testing.T) {
 	}
 	if got := partitionFor("zzzzzzzz", 50); got != (-h)%50 {
 		t.Fatalf("negative hash: got %d want %d", got, (-h)%50)
+	}
+}
+
+// TestReadCompressedBatch: a gzip batch in __consumer_offsets (Kafka writes
+// them with offsets.topic.compression.codec) is read through the codecs the
+// coordinator is given, and refused without them.
+func TestReadCompressedBatch(t *testing.T) {
+	recs := []record{{groupKey("g1"), []byte("v1")}, {groupKey("g2"), nil}}
+	plain := buildBatch(recs, time.UnixMilli(5))
+	h, err := batch.ParseHeader(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz := codec.NewGzip()
+	sec, err := gz.Compress(context.Background(), [][]byte{plain[batch.HeaderSize:]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Attributes |= int16(codec.IDGzip)
+	b := batch.Encode(h, sec[0])
+	var got []record
+	err = readBatch(context.Background(), codec.NewSet(gz), b, func(_ int64, k, v []byte) error {
+		got = append(got, record{k, v})
+		return nil
+	})
+	if err != nil || len(got) != 2 || string(got[0].value) != "v1" || got[1].value != nil {
+		t.Fatalf("read %v, %v", got, err)
+	}
+	if err := readBatch(context.Background(), nil, b, func(int64, []byte, []byte) error { return nil }); err == nil {
+		t.Fatal("a gzip batch read without codecs")
 	}
 }

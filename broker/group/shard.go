@@ -116,7 +116,7 @@ func (s *shard) load(ctx context.Context, term uint64) {
 		err := s.c.cfg.Log.Scan(ctx, s.id, func(batch []byte) error {
 			// A batch this coordinator cannot read is skipped, not fatal: failing
 			// the load would leave every group of the partition unavailable.
-			if err := readBatch(ctx, batch, st.apply); err != nil {
+			if err := readBatch(ctx, s.c.cfg.Codecs, batch, st.apply); err != nil {
 				st.bad++
 				st.lastErr = err
 			}

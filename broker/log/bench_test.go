@@ -12,11 +12,11 @@ import (
 // BenchmarkAppend appends 16 KiB batches of 100 records as a leader.
 func BenchmarkAppend(b *testing.B) {
 	l, _ := newLog(b, DefaultConfig())
-	batch := makeBatch(b, batchSpec{n: 100, ts: 1, pid: -1, epoch: -1, seq: -1, valueSz: 150})
-	b.SetBytes(int64(len(batch)))
+	bt := makeBatch(b, batchSpec{n: 100, ts: 1, pid: -1, epoch: -1, seq: -1, valueSz: 150})
+	b.SetBytes(int64(len(bt)))
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := l.AppendAsLeader(batch, 0); err != nil {
+		if _, err := l.AppendAsLeader(bt, 0); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -29,8 +29,8 @@ func BenchmarkRead(b *testing.B) {
 	cfg.SegmentBytes = 16 << 20
 	l, _ := newLog(b, cfg)
 	for range 4000 {
-		batch := makeBatch(b, batchSpec{n: 20, ts: 1, pid: -1, epoch: -1, seq: -1, valueSz: 100})
-		if _, err := l.AppendAsLeader(batch, 0); err != nil {
+		bt := makeBatch(b, batchSpec{n: 20, ts: 1, pid: -1, epoch: -1, seq: -1, valueSz: 100})
+		if _, err := l.AppendAsLeader(bt, 0); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -79,8 +79,8 @@ func BenchmarkClean(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				for _, batch := range batches {
-					if _, err := l.AppendAsLeader(append([]byte(nil), batch...), 0); err != nil {
+				for _, bt := range batches {
+					if _, err := l.AppendAsLeader(append([]byte(nil), bt...), 0); err != nil {
 						b.Fatal(err)
 					}
 				}

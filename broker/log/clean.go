@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/md5"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -15,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ktoolhq/ktool/internal/batch"
 )
 
 const (
@@ -246,12 +247,12 @@ func (l *Log) buildKeyMap(ctx context.Context, p *cleanPlan) (keyMap, int64, err
 			if h.LastOffset() < p.firstDirty || h.Control() {
 				continue
 			}
-			err := batchRecords(h, b, func(r record) error {
-				off := h.BaseOffset + r.offDelta
-				if off < p.firstDirty || off >= p.uncleanable || !r.hasKey {
+			err := eachRecord(ctx, p.cfg.Codecs, h, b, func(r batch.Record) error {
+				off := h.BaseOffset + int64(r.OffsetDelta)
+				if off < p.firstDirty || off >= p.uncleanable || !r.HasKey() {
 					return nil
 				}
-				k := md5.Sum(r.key)
+				k := md5.Sum(r.Key)
 				if _, ok := keys[k]; !ok && len(keys) >= maxKeys {
 					end = off
 					return errFull
@@ -297,17 +298,17 @@ func (p *cleanPlan) groups(end int64) [][]cleanSeg {
 // retain decides whether a record stays: everything from end on, and before
 // it the latest record of each key, tombstones only while their segment is
 // younger than delete.retention.ms. Records without a key go, as in Kafka.
-func retain(r record, off int64, keys keyMap, end int64, dropTombstones bool) bool {
+func retain(r batch.Record, off int64, keys keyMap, end int64, dropTombstones bool) bool {
 	if off >= end {
 		return true
 	}
-	if !r.hasKey {
+	if !r.HasKey() {
 		return false
 	}
-	if latest, ok := keys[md5.Sum(r.key)]; ok && latest > off {
+	if latest, ok := keys[md5.Sum(r.Key)]; ok && latest > off {
 		return false
 	}
-	return r.hasValue || !dropTombstones
+	return r.Value != nil || !dropTombstones
 }
 
 // filterBatch returns the batch as it is after cleaning (nil when it goes),
@@ -315,18 +316,18 @@ func retain(r record, off int64, keys keyMap, end int64, dropTombstones bool) bo
 // offset, last offset delta, record offsets, producer fields and codec; a
 // producer's newest batch stays even when empty, as in Kafka, so that its
 // sequence numbers survive a rebuild of producer state from the log.
-func (p *cleanPlan) filterBatch(h BatchHeader, batch []byte, keys keyMap, end int64, dropTombstones bool) ([]byte, BatchHeader, int64, error) {
+func (p *cleanPlan) filterBatch(ctx context.Context, h batch.Header, b []byte, keys keyMap, end int64, dropTombstones bool) ([]byte, batch.Header, int64, error) {
 	if h.BaseOffset >= end || h.Control() {
-		return batch, h, 0, nil
+		return b, h, 0, nil
 	}
 	var raw []byte
 	kept := int32(0)
 	maxTs := int64(-1)
-	err := batchRecords(h, batch, func(r record) error {
-		if retain(r, h.BaseOffset+r.offDelta, keys, end, dropTombstones) {
-			raw = append(raw, r.raw...)
+	err := eachRecord(ctx, p.cfg.Codecs, h, b, func(r batch.Record) error {
+		if retain(r, h.BaseOffset+int64(r.OffsetDelta), keys, end, dropTombstones) {
+			raw = append(raw, r.Raw...)
 			kept++
-			maxTs = max(maxTs, h.FirstTimestamp+r.tsDelta)
+			maxTs = max(maxTs, h.FirstTimestamp+r.TimestampDelta)
 		}
 		return nil
 	})
@@ -339,19 +340,19 @@ func (p *cleanPlan) filterBatch(h BatchHeader, batch []byte, keys keyMap, end in
 			return nil, h, removed, nil
 		}
 		if h.NumRecords == 0 {
-			return batch, h, 0, nil
+			return b, h, 0, nil
 		}
 		nh := h
-		nh.Attributes &^= attrCompressionMask
+		nh.Attributes &^= batch.AttrCompressionMask
 		nh.FirstTimestamp = h.MaxTimestamp
 		nh.NumRecords = 0
-		nh.Length = minBatchLength
-		return encodeBatch(nh, nil), nh, removed, nil
+		nh.Length = batch.MinLength
+		return batch.Encode(nh, nil), nh, removed, nil
 	}
 	if removed == 0 {
-		return batch, h, 0, nil
+		return b, h, 0, nil
 	}
-	body, err := compress(h.Compression(), raw, batch[BatchHeaderSize:])
+	body, err := batch.Compress(ctx, p.cfg.Codecs, h.Compression(), raw)
 	if err != nil {
 		return nil, h, 0, fmt.Errorf("recompress batch %d: %w", h.BaseOffset, err)
 	}
@@ -360,28 +361,8 @@ func (p *cleanPlan) filterBatch(h BatchHeader, batch []byte, keys keyMap, end in
 	if !h.LogAppendTime() {
 		nh.MaxTimestamp = maxTs
 	}
-	nh.Length = int32(minBatchLength + len(body))
-	return encodeBatch(nh, body), nh, removed, nil
-}
-
-// encodeBatch writes a batch header and records and computes the CRC.
-func encodeBatch(h BatchHeader, records []byte) []byte {
-	b := make([]byte, BatchHeaderSize, BatchHeaderSize+len(records))
-	binary.BigEndian.PutUint64(b[offBaseOffset:], uint64(h.BaseOffset))
-	binary.BigEndian.PutUint32(b[offLength:], uint32(h.Length))
-	binary.BigEndian.PutUint32(b[offLeaderEpoch:], uint32(h.PartitionLeaderEpoch))
-	b[offMagic] = 2
-	binary.BigEndian.PutUint16(b[offAttributes:], uint16(h.Attributes))
-	binary.BigEndian.PutUint32(b[offLastOffsetDelta:], uint32(h.LastOffsetDelta))
-	binary.BigEndian.PutUint64(b[offFirstTimestamp:], uint64(h.FirstTimestamp))
-	binary.BigEndian.PutUint64(b[offMaxTimestamp:], uint64(h.MaxTimestamp))
-	binary.BigEndian.PutUint64(b[offProducerID:], uint64(h.ProducerID))
-	binary.BigEndian.PutUint16(b[offProducerEpoch:], uint16(h.ProducerEpoch))
-	binary.BigEndian.PutUint32(b[offBaseSequence:], uint32(h.BaseSequence))
-	binary.BigEndian.PutUint32(b[offNumRecords:], uint32(h.NumRecords))
-	b = append(b, records...)
-	binary.BigEndian.PutUint32(b[offCRC:], batchCRC(b))
-	return b
+	nh.Length = int32(batch.MinLength + len(body))
+	return batch.Encode(nh, body), nh, removed, nil
 }
 
 func cleanedPath(dir string, base int64, ext string) string {
@@ -444,7 +425,7 @@ func (l *Log) writeCleanedLog(ctx context.Context, p *cleanPlan, f *os.File, out
 				}
 				break
 			}
-			nb, nh, removed, err := p.filterBatch(h, b, keys, end, dropTombstones)
+			nb, nh, removed, err := p.filterBatch(ctx, h, b, keys, end, dropTombstones)
 			if err != nil {
 				return modTime, fmt.Errorf("segment %d: %w", cs.seg.base, err)
 			}

@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ktoolhq/ktool/internal/batch"
 )
 
 // kv is a test record: a key (none when noKey) and a value (none for a
@@ -83,7 +85,7 @@ func keyedBatch(t testing.TB, s keyedSpec) []byte {
 		raw = append([]byte(nil), out...)
 	}
 	b := kmsg.RecordBatch{
-		Length:          int32(minBatchLength + len(raw)),
+		Length:          int32(batch.MinLength + len(raw)),
 		Magic:           2,
 		Attributes:      int16(s.codec),
 		LastOffsetDelta: int32(len(s.recs) - 1),
@@ -96,7 +98,7 @@ func keyedBatch(t testing.TB, s keyedSpec) []byte {
 		Records:         raw,
 	}
 	out := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[offCRC:], batchCRC(out))
+	binary.BigEndian.PutUint32(out[batch.OffCRC:], batch.Checksum(out))
 	return out
 }
 
@@ -108,7 +110,7 @@ type rec struct {
 
 // decodeLog reads every record from the log start with franz-go's
 // decompressors and record decoder.
-func decodeLog(t testing.TB, l *Log) ([]rec, []BatchHeader) {
+func decodeLog(t testing.TB, l *Log) ([]rec, []batch.Header) {
 	t.Helper()
 	data := readAll(t, l, l.LogStartOffset())
 	hdrs := headers2(t, data)
@@ -116,9 +118,9 @@ func decodeLog(t testing.TB, l *Log) ([]rec, []BatchHeader) {
 	var out []rec
 	pos := 0
 	for _, h := range hdrs {
-		batch := data[pos : pos+int(h.Size())]
+		b := data[pos : pos+int(h.Size())]
 		pos += int(h.Size())
-		recs, err := dec.Decompress(batch[BatchHeaderSize:], kgo.CompressionCodecType(h.Compression()))
+		recs, err := dec.Decompress(b[batch.HeaderSize:], kgo.CompressionCodecType(h.Compression()))
 		if err != nil {
 			t.Fatalf("batch %d: %v", h.BaseOffset, err)
 		}
@@ -151,9 +153,9 @@ func decodeLog(t testing.TB, l *Log) ([]rec, []BatchHeader) {
 }
 
 // headers2 parses batches read from a log, where cleaned ones are thinned.
-func headers2(t testing.TB, b []byte) []BatchHeader {
+func headers2(t testing.TB, b []byte) []batch.Header {
 	t.Helper()
-	hdrs, err := ValidateLogBatches(b)
+	hdrs, err := batch.ValidateLog(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,7 +523,7 @@ func TestCleanKeepsProducerLastBatch(t *testing.T) {
 	checkCleaned(t, l, written, view, true)
 
 	_, hdrs := decodeLog(t, l)
-	var kept []BatchHeader
+	var kept []batch.Header
 	for _, h := range hdrs {
 		if h.ProducerID == 7 {
 			kept = append(kept, h)
@@ -717,21 +719,21 @@ func readConsistently(l *Log, written map[int64]kv, viewAt func(int64) map[strin
 		if err != nil {
 			return err
 		}
-		hdrs, err := ValidateLogBatches(b)
+		hdrs, err := batch.ValidateLog(b)
 		if err != nil {
 			return err
 		}
 		pos := 0
 		for _, h := range hdrs {
-			batch := b[pos : pos+int(h.Size())]
+			one := b[pos : pos+int(h.Size())]
 			pos += int(h.Size())
 			if h.LastOffset() < off {
 				return fmt.Errorf("read at %d returned batch %d-%d", off, h.BaseOffset, h.LastOffset())
 			}
-			err := batchRecords(h, batch, func(r record) error {
-				o := h.BaseOffset + r.offDelta
+			err := eachRecord(context.Background(), testCodecs, h, one, func(r batch.Record) error {
+				o := h.BaseOffset + int64(r.OffsetDelta)
 				w := written[o]
-				got := kv{key: string(r.key), value: string(r.value), tomb: !r.hasValue, noKey: !r.hasKey}
+				got := kv{key: string(r.Key), value: string(r.Value), tomb: r.Value == nil, noKey: !r.HasKey()}
 				if got != w {
 					return fmt.Errorf("offset %d holds %+v, %+v was written", o, got, w)
 				}

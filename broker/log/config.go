@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/ktoolhq/ktool/internal/batch"
 )
 
 // Timestamp types of message.timestamp.type.
@@ -48,6 +50,11 @@ type Config struct {
 	// one cleaning pass may use for its key map (cleanerBytesPerKey a key).
 	CleanerDedupeBufferSize int64
 
+	// Codecs decompresses and compresses the records of compressed batches
+	// (produce validation, the cleaner, timestamp lookups): the plugin
+	// catalog's resolution. Nil reads uncompressed batches only.
+	Codecs batch.Codecs
+
 	Now func() time.Time // nil means time.Now
 }
 
@@ -76,8 +83,8 @@ func DefaultConfig() Config {
 // Validate reports the first setting that is out of range.
 func (c Config) Validate() error {
 	switch {
-	case c.SegmentBytes < BatchHeaderSize || c.SegmentBytes > math.MaxInt32:
-		return fmt.Errorf("segment.bytes %d outside [%d, %d]", c.SegmentBytes, BatchHeaderSize, math.MaxInt32)
+	case c.SegmentBytes < batch.HeaderSize || c.SegmentBytes > math.MaxInt32:
+		return fmt.Errorf("segment.bytes %d outside [%d, %d]", c.SegmentBytes, batch.HeaderSize, math.MaxInt32)
 	case c.SegmentMs <= 0:
 		return fmt.Errorf("segment.ms %d must be positive", c.SegmentMs)
 	case c.RetentionMs < -1:

@@ -15,6 +15,9 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ktoolhq/ktool/internal/batch"
+	"github.com/ktoolhq/ktool/plugins/codec"
 )
 
 // batchSpec describes a test batch; zero values give a plain, non-idempotent
@@ -71,7 +74,7 @@ func makeBatch(t testing.TB, s batchSpec) []byte {
 		attrs = 1
 	}
 	b := kmsg.RecordBatch{
-		Length:          int32(minBatchLength + len(recs)),
+		Length:          int32(batch.MinLength + len(recs)),
 		Magic:           2,
 		Attributes:      attrs,
 		LastOffsetDelta: int32(s.n - 1),
@@ -84,13 +87,14 @@ func makeBatch(t testing.TB, s batchSpec) []byte {
 		Records:         recs,
 	}
 	out := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(out[offCRC:], batchCRC(out))
+	binary.BigEndian.PutUint32(out[batch.OffCRC:], batch.Checksum(out))
 	return out
 }
 
 func testConfig() Config {
 	c := DefaultConfig()
 	c.IndexIntervalBytes = 256
+	c.Codecs = testCodecs
 	return c
 }
 
@@ -105,8 +109,14 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// testCodecs are the built-in codecs, as the broker resolves them without plugins.
+var testCodecs = codec.NewSet(codec.Builtins()...)
+
 func openLog(t testing.TB, dir string, cfg Config) *Log {
 	t.Helper()
+	if cfg.Codecs == nil {
+		cfg.Codecs = testCodecs
+	}
 	l, err := Open(dir, cfg, testLogger(t))
 	if err != nil {
 		t.Fatalf("open: %v", err)
@@ -164,7 +174,7 @@ func readAll(t testing.TB, l *Log, from int64) []byte {
 		}
 		b := regionBytes(t, r)
 		r.Release()
-		hdrs, err := ValidateLogBatches(b)
+		hdrs, err := batch.ValidateLog(b)
 		if err != nil {
 			t.Fatalf("region at %d: %v", off, err)
 		}
@@ -174,9 +184,9 @@ func readAll(t testing.TB, l *Log, from int64) []byte {
 	return out
 }
 
-func headers(t testing.TB, b []byte) []BatchHeader {
+func headers(t testing.TB, b []byte) []batch.Header {
 	t.Helper()
-	hdrs, err := ValidateBatches(b, 0)
+	hdrs, err := batch.ValidateLog(b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/ktoolhq/ktool/internal/batch"
 )
 
 // ErrClosed is returned by every operation on a closed Log.
@@ -192,29 +195,8 @@ func storageError(op string, err error) error {
 	return fmt.Errorf("%s: %w: %w", op, kerr.KafkaStorageError, err)
 }
 
-// checkClientBatch applies the checks a leader makes beyond the batch format.
-func checkClientBatch(h BatchHeader, cfg Config, now int64) error {
-	switch {
-	case h.Control():
-		return fmt.Errorf("clients may not produce control batches: %w", kerr.InvalidRecord)
-	case h.Compression() > 4:
-		return fmt.Errorf("compression codec %d: %w", h.Compression(), kerr.UnsupportedCompressionType)
-	case h.Transactional() && h.ProducerID < 0:
-		return fmt.Errorf("transactional batch without a producer id: %w", kerr.InvalidRecord)
-	case h.ProducerID >= 0 && (h.ProducerEpoch < 0 || h.BaseSequence < 0):
-		return fmt.Errorf("producer %d batch with epoch %d and sequence %d: %w", h.ProducerID, h.ProducerEpoch, h.BaseSequence, kerr.InvalidRecord)
-	}
-	if cfg.TimestampType == CreateTime && cfg.MessageTimestampDifferenceMaxMs != math.MaxInt64 {
-		for _, ts := range []int64{h.FirstTimestamp, h.MaxTimestamp} {
-			if d := ts - now; d > cfg.MessageTimestampDifferenceMaxMs || -d > cfg.MessageTimestampDifferenceMaxMs {
-				return fmt.Errorf("timestamp %d is more than %d ms from the broker's %d: %w", ts, cfg.MessageTimestampDifferenceMaxMs, now, kerr.InvalidTimestamp)
-			}
-		}
-	}
-	return nil
-}
-
-// AppendAsLeader validates the records of a produce request, assigns offsets,
+// AppendAsLeader validates the one batch of a produce request (batch.CheckProduce:
+// header, CRC, every record, timestamps, keys on a compacted topic), assigns offsets,
 // the leader epoch and (with LogAppendTime) timestamps in place, and writes
 // all batches with one write. Errors wrap kerr values (use errors.As or
 // errors.Is) and mean nothing was written, with one exception: when
@@ -229,22 +211,20 @@ func checkClientBatch(h BatchHeader, cfg Config, now int64) error {
 // that never held a record, where it must start at 0 (KAFKA-15591).
 func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendResult, error) {
 	cfg := l.config()
-	hdrs, err := ValidateBatches(records, cfg.MaxMessageBytes)
+	nowTime := cfg.now()
+	now := nowTime.UnixMilli()
+	h, err := batch.CheckProduce(context.Background(), records, batch.Rules{
+		Codecs:             cfg.Codecs,
+		MaxMessageBytes:    cfg.MaxMessageBytes,
+		CreateTime:         cfg.TimestampType == CreateTime,
+		TimestampDiffMaxMs: cfg.MessageTimestampDifferenceMaxMs,
+		Now:                now,
+		RequireKeys:        cfg.Compact(),
+	})
 	if err != nil {
 		return AppendResult{}, err
 	}
-	nowTime := cfg.now()
-	now := nowTime.UnixMilli()
-	for _, h := range hdrs {
-		if err := checkClientBatch(h, cfg, now); err != nil {
-			return AppendResult{}, err
-		}
-	}
-	if cfg.Compact() {
-		if err := checkKeys(records, hdrs); err != nil {
-			return AppendResult{}, err
-		}
-	}
+	hdrs := []batch.Header{h}
 	if int64(len(records)) > cfg.SegmentBytes {
 		return AppendResult{}, fmt.Errorf("%d bytes of batches exceed segment.bytes %d: %w", len(records), cfg.SegmentBytes, kerr.RecordListTooLarge)
 	}
@@ -265,7 +245,7 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendResult, e
 		h.PartitionLeaderEpoch = leaderEpoch
 		if logAppendTime {
 			h.FirstTimestamp, h.MaxTimestamp = now, now
-			h.Attributes |= attrLogAppendTime
+			h.Attributes |= batch.AttrLogAppendTime
 		}
 		next = h.LastOffset() + 1
 		if h.ProducerID < 0 {
@@ -302,10 +282,10 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendResult, e
 	pos := int64(0)
 	for _, h := range hdrs {
 		b := records[pos : pos+h.Size()]
-		setBaseOffset(b, h.BaseOffset)
-		setLeaderEpoch(b, leaderEpoch)
+		batch.SetBaseOffset(b, h.BaseOffset)
+		batch.SetLeaderEpoch(b, leaderEpoch)
 		if logAppendTime {
-			setLogAppendTime(b, now)
+			batch.SetLogAppendTime(b, now)
 		}
 		pos += h.Size()
 	}
@@ -332,7 +312,7 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendResult, e
 // kept; batches below the LEO are skipped and the rest must follow it, with
 // gaps where the leader's cleaner removed whole batches.
 func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
-	hdrs, err := ValidateLogBatches(records)
+	hdrs, err := batch.ValidateLog(records)
 	if err != nil {
 		return AppendResult{}, err
 	}
@@ -410,7 +390,7 @@ func shouldRoll(s *segment, cfg Config, size int64, maxTs int64, lastOffset int6
 
 // appendLocked writes batches with assigned offsets at the end of the log.
 // appendMu is held. On error nothing stays written.
-func (l *Log) appendLocked(data []byte, hdrs []BatchHeader, cfg Config, now time.Time) error {
+func (l *Log) appendLocked(data []byte, hdrs []batch.Header, cfg Config, now time.Time) error {
 	first, last := hdrs[0], hdrs[len(hdrs)-1]
 	if last.LastOffset()-first.BaseOffset > math.MaxInt32 {
 		return fmt.Errorf("batches span %d offsets: %w", last.LastOffset()-first.BaseOffset, kerr.InvalidRecord)

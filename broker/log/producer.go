@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/ktoolhq/ktool/internal/batch"
 )
 
 // maxProducerBatches is how many recent batches per producer are kept for
@@ -42,7 +44,7 @@ func (e *producerEntry) lastOffset() int64 {
 }
 
 // add records an appended batch; a new epoch forgets the old epoch's batches.
-func (e *producerEntry) add(h BatchHeader) {
+func (e *producerEntry) add(h batch.Header) {
 	if h.ProducerEpoch != e.epoch {
 		e.epoch = h.ProducerEpoch
 		e.batches = e.batches[:0]
@@ -67,7 +69,7 @@ type producerState struct {
 func newProducerState() *producerState { return &producerState{m: make(map[int64]*producerEntry)} }
 
 // apply records a batch already in the log (replication, recovery).
-func (ps *producerState) apply(h BatchHeader) {
+func (ps *producerState) apply(h batch.Header) {
 	if h.ProducerID < 0 {
 		return
 	}
@@ -98,7 +100,7 @@ func inSequence(last, next int32) bool {
 // at any sequence (KIP-360), except on a partition that never held a record,
 // where only sequence 0 is safe (KAFKA-15591): otherwise two in-flight
 // requests to a new partition could be appended out of order.
-func checkProducerBatch(e *producerEntry, h BatchHeader, neverWritten bool) (*producerBatch, error) {
+func checkProducerBatch(e *producerEntry, h batch.Header, neverWritten bool) (*producerBatch, error) {
 	cur := int16(-1)
 	if e != nil {
 		cur = e.epoch
@@ -141,6 +143,9 @@ const (
 	snapshotHeader  = 4 + 2 + 4
 	snapshotsKept   = 2
 )
+
+// castagnoli is the CRC table of producer snapshots, which use CRC32C as batches do.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func (ps *producerState) encodeSnapshot(offset int64) []byte {
 	pids := make([]int64, 0, len(ps.m))

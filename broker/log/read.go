@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/ktoolhq/ktool/internal/batch"
 )
 
 // Region is a byte range of one segment file holding whole batches. It keeps
@@ -89,7 +91,7 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 // reports not found (the caller releases then).
 func readSegment(files *segFiles, idx []offsetEntry, base, size, offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (Region, bool, error) {
 	f := files.log
-	var hb [BatchHeaderSize]byte
+	var hb [batch.HeaderSize]byte
 	pos := lookupPosition(idx, offset-base)
 	for {
 		if pos >= size {

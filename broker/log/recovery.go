@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ktoolhq/ktool/internal/batch"
 )
 
 // Open opens the partition log in dir, creating it when missing. After an
@@ -282,7 +284,7 @@ func (l *Log) loadTrusted(s *segment) error {
 	if s.size == 0 {
 		return nil
 	}
-	var hb [BatchHeaderSize]byte
+	var hb [batch.HeaderSize]byte
 	first, err := readHeaderAt(s.files.log, 0, &hb)
 	if err != nil {
 		return err
@@ -367,7 +369,7 @@ func newIndexBuilder(base, interval int64) *indexBuilder {
 	return &indexBuilder{base: base, interval: interval, maxTs: -1, offMaxTs: -1, rollTs: -1, next: base}
 }
 
-func (b *indexBuilder) add(h BatchHeader) {
+func (b *indexBuilder) add(h batch.Header) {
 	if b.size == 0 {
 		b.rollTs = h.MaxTimestamp
 	}

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/ktoolhq/ktool/internal/batch"
 )
 
 // fill appends n batches of two records and returns them as written.
@@ -67,7 +69,7 @@ func TestRecoverCorruptByte(t *testing.T) {
 		pos += int64(len(b))
 	}
 	first := segmentPath(dir, 0, logExt)
-	flipByte(t, first, pos+BatchHeaderSize+3)
+	flipByte(t, first, pos+batch.HeaderSize+3)
 
 	l = openLog(t, dir, cfg)
 	defer l.Close()
@@ -313,7 +315,7 @@ func TestRecoverIgnoresBadSnapshot(t *testing.T) {
 func TestSnapshotRoundTrip(t *testing.T) {
 	ps := newProducerState()
 	for i := range 7 {
-		h := BatchHeader{BaseOffset: int64(10 * i), LastOffsetDelta: 1, NumRecords: 2, ProducerID: int64(i % 3), ProducerEpoch: 2, BaseSequence: int32(2 * i), MaxTimestamp: int64(i)}
+		h := batch.Header{BaseOffset: int64(10 * i), LastOffsetDelta: 1, NumRecords: 2, ProducerID: int64(i % 3), ProducerEpoch: 2, BaseSequence: int32(2 * i), MaxTimestamp: int64(i)}
 		ps.apply(h)
 	}
 	got, off, err := decodeSnapshot(ps.encodeSnapshot(77))

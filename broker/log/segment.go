@@ -2,7 +2,6 @@ package log
 
 import (
 	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,8 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"time"
+
+	"github.com/ktoolhq/ktool/internal/batch"
 )
 
 const (
@@ -148,28 +149,28 @@ func (s *segment) sync() error {
 }
 
 // readHeaderAt reads the batch header at pos without reading record bytes.
-func readHeaderAt(f *os.File, pos int64, buf *[BatchHeaderSize]byte) (BatchHeader, error) {
+func readHeaderAt(f *os.File, pos int64, buf *[batch.HeaderSize]byte) (batch.Header, error) {
 	n, err := f.ReadAt(buf[:], pos)
-	if n < BatchHeaderSize {
+	if n < batch.HeaderSize {
 		if err == nil || errors.Is(err, io.EOF) {
 			err = fmt.Errorf("short batch header at %d in %s", pos, f.Name())
 		}
-		return BatchHeader{}, err
+		return batch.Header{}, err
 	}
-	return ParseBatchHeader(buf[:])
+	return batch.ParseHeader(buf[:])
 }
 
 // readOffsetAndLength reads the 12 bytes every batch starts with.
 func readOffsetAndLength(f *os.File, pos int64) (int64, int64, error) {
-	var b [logOverhead]byte
+	var b [batch.LogOverhead]byte
 	if _, err := f.ReadAt(b[:], pos); err != nil {
 		return 0, 0, fmt.Errorf("read batch at %d in %s: %w", pos, f.Name(), err)
 	}
-	length := int32(binary.BigEndian.Uint32(b[offLength:]))
-	if length < minBatchLength {
+	length := batch.PeekLength(b[:])
+	if length < batch.MinLength {
 		return 0, 0, fmt.Errorf("batch at %d in %s has length %d", pos, f.Name(), length)
 	}
-	return int64(binary.BigEndian.Uint64(b[:])), logOverhead + int64(length), nil
+	return batch.PeekBaseOffset(b[:]), batch.LogOverhead + int64(length), nil
 }
 
 // batchScanner reads whole batches sequentially from a segment file, for
@@ -192,26 +193,26 @@ func newBatchScanner(f *os.File, from, end int64) *batchScanner {
 
 // next returns the next valid batch and its position, or false at the end of
 // the file or at the first torn or corrupt batch (then err says which).
-func (sc *batchScanner) next() (BatchHeader, []byte, int64, bool) {
-	var lenBuf [logOverhead]byte
+func (sc *batchScanner) next() (batch.Header, []byte, int64, bool) {
+	var lenBuf [batch.LogOverhead]byte
 	n, err := io.ReadFull(sc.r, lenBuf[:])
 	if err != nil {
 		if n > 0 {
-			sc.err = fmt.Errorf("torn batch header at %d: %d of %d bytes", sc.pos, n, logOverhead)
+			sc.err = fmt.Errorf("torn batch header at %d: %d of %d bytes", sc.pos, n, batch.LogOverhead)
 		} else if !errors.Is(err, io.EOF) {
 			sc.err = err
 		}
-		return BatchHeader{}, nil, 0, false
+		return batch.Header{}, nil, 0, false
 	}
-	length := int32(binary.BigEndian.Uint32(lenBuf[offLength:]))
-	if length < minBatchLength {
+	length := batch.PeekLength(lenBuf[:])
+	if length < batch.MinLength {
 		sc.err = fmt.Errorf("batch at %d has length %d", sc.pos, length)
-		return BatchHeader{}, nil, 0, false
+		return batch.Header{}, nil, 0, false
 	}
-	size := logOverhead + int(length)
+	size := batch.LogOverhead + int(length)
 	if sc.pos+int64(size) > sc.end {
 		sc.err = fmt.Errorf("torn batch at %d: length %d runs past the end at %d", sc.pos, length, sc.end)
-		return BatchHeader{}, nil, 0, false
+		return batch.Header{}, nil, 0, false
 	}
 	if sc.headersOnly {
 		return sc.nextHeader(lenBuf, size)
@@ -221,41 +222,41 @@ func (sc *batchScanner) next() (BatchHeader, []byte, int64, bool) {
 	}
 	b := sc.buf[:size]
 	copy(b, lenBuf[:])
-	if n, err := io.ReadFull(sc.r, b[logOverhead:]); err != nil {
-		sc.err = fmt.Errorf("torn batch at %d: %d of %d bytes", sc.pos, logOverhead+n, size)
-		return BatchHeader{}, nil, 0, false
+	if n, err := io.ReadFull(sc.r, b[batch.LogOverhead:]); err != nil {
+		sc.err = fmt.Errorf("torn batch at %d: %d of %d bytes", sc.pos, batch.LogOverhead+n, size)
+		return batch.Header{}, nil, 0, false
 	}
-	h, err := ParseBatchHeader(b)
+	h, err := batch.ParseHeader(b)
 	if err == nil {
-		err = checkRecordCount(h, false)
+		err = batch.CheckCount(h, false)
 	}
-	if err == nil && batchCRC(b) != h.CRC {
+	if err == nil && batch.Checksum(b) != h.CRC {
 		err = fmt.Errorf("crc mismatch")
 	}
 	if err != nil {
 		sc.err = fmt.Errorf("batch at %d: %w", sc.pos, err)
-		return BatchHeader{}, nil, 0, false
+		return batch.Header{}, nil, 0, false
 	}
 	pos := sc.pos
 	sc.pos += int64(size)
 	return h, b, pos, true
 }
 
-func (sc *batchScanner) nextHeader(lenBuf [logOverhead]byte, size int) (BatchHeader, []byte, int64, bool) {
-	var hb [BatchHeaderSize]byte
+func (sc *batchScanner) nextHeader(lenBuf [batch.LogOverhead]byte, size int) (batch.Header, []byte, int64, bool) {
+	var hb [batch.HeaderSize]byte
 	copy(hb[:], lenBuf[:])
-	_, err := io.ReadFull(sc.r, hb[logOverhead:])
+	_, err := io.ReadFull(sc.r, hb[batch.LogOverhead:])
 	if err == nil {
-		_, err = sc.r.Discard(size - BatchHeaderSize)
+		_, err = sc.r.Discard(size - batch.HeaderSize)
 	}
 	if err != nil {
 		sc.err = fmt.Errorf("torn batch at %d: %w", sc.pos, err)
-		return BatchHeader{}, nil, 0, false
+		return batch.Header{}, nil, 0, false
 	}
-	h, err := ParseBatchHeader(hb[:])
+	h, err := batch.ParseHeader(hb[:])
 	if err != nil {
 		sc.err = fmt.Errorf("batch at %d: %w", sc.pos, err)
-		return BatchHeader{}, nil, 0, false
+		return batch.Header{}, nil, 0, false
 	}
 	pos := sc.pos
 	sc.pos += int64(size)

@@ -1,8 +1,10 @@
 package log
 
 import (
-	"encoding/binary"
-	"fmt"
+	"context"
+	"errors"
+
+	"github.com/ktoolhq/ktool/internal/batch"
 )
 
 // OffsetForTimestamp answers ListOffsets for a timestamp as Kafka does: the
@@ -71,7 +73,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, ok bo
 // searchTimestamp scans the headers of [from, size) for the first batch that
 // holds a record at or after minOffset with timestamp >= ts.
 func (l *Log) searchTimestamp(files *segFiles, from, size, ts, minOffset int64) (int64, int64, bool, error) {
-	var hb [BatchHeaderSize]byte
+	var hb [batch.HeaderSize]byte
 	for pos := from; pos < size; {
 		h, err := readHeaderAt(files.log, pos, &hb)
 		if err != nil {
@@ -91,21 +93,25 @@ func (l *Log) searchTimestamp(files *segFiles, from, size, ts, minOffset int64) 
 // recordAtOrAfter finds, inside the batch h at pos, the first record at or
 // after minOffset with timestamp >= ts. When the records cannot be read it
 // falls back to the batch: its first eligible offset and largest timestamp.
-func (l *Log) recordAtOrAfter(files *segFiles, pos int64, h BatchHeader, ts, minOffset int64) (int64, int64, bool) {
+func (l *Log) recordAtOrAfter(files *segFiles, pos int64, h batch.Header, ts, minOffset int64) (int64, int64, bool) {
 	if h.LogAppendTime() {
 		return max(h.BaseOffset, minOffset), h.MaxTimestamp, true
 	}
-	recs, err := readRecords(files, pos, h)
+	b, err := readBatch(files, pos, h)
 	if err == nil {
 		var off, rts int64
 		var found bool
-		found, err = eachRecord(recs, h, func(recOff, recTs int64) bool {
+		err = eachRecord(context.Background(), l.config().Codecs, h, b, func(r batch.Record) error {
+			recOff, recTs := h.BaseOffset+int64(r.OffsetDelta), h.FirstTimestamp+r.TimestampDelta
 			if recTs >= ts && recOff >= minOffset {
-				off, rts = recOff, recTs
-				return true
+				off, rts, found = recOff, recTs, true
+				return errFound
 			}
-			return false
+			return nil
 		})
+		if errors.Is(err, errFound) {
+			err = nil
+		}
 		if err == nil && found {
 			return off, rts, true
 		}
@@ -114,41 +120,16 @@ func (l *Log) recordAtOrAfter(files *segFiles, pos int64, h BatchHeader, ts, min
 	return max(h.BaseOffset, minOffset), h.MaxTimestamp, true
 }
 
-// readRecords reads and decompresses the records of the batch at pos.
-func readRecords(files *segFiles, pos int64, h BatchHeader) ([]byte, error) {
-	body := make([]byte, int64(h.Length)-minBatchLength)
-	if _, err := files.log.ReadAt(body, pos+BatchHeaderSize); err != nil {
+// errFound stops a walk over a batch's records at the one sought.
+var errFound = errors.New("found")
+
+// readBatch reads the whole batch h at pos.
+func readBatch(files *segFiles, pos int64, h batch.Header) ([]byte, error) {
+	b := make([]byte, h.Size())
+	if _, err := files.log.ReadAt(b, pos); err != nil {
 		return nil, err
 	}
-	return decompress(h.Compression(), body)
-}
-
-// eachRecord calls fn with the offset and timestamp of each record until it
-// returns true; found says whether it did.
-func eachRecord(recs []byte, h BatchHeader, fn func(offset, ts int64) bool) (bool, error) {
-	for n := int32(0); n < h.NumRecords && len(recs) > 0; n++ {
-		length, k := binary.Varint(recs)
-		if k <= 0 || length < 0 || int64(len(recs)-k) < length {
-			return false, fmt.Errorf("record %d of batch %d: bad length", n, h.BaseOffset)
-		}
-		rec := recs[k : k+int(length)]
-		recs = recs[k+int(length):]
-		if len(rec) < 1 {
-			return false, fmt.Errorf("record %d of batch %d: empty", n, h.BaseOffset)
-		}
-		tsDelta, k1 := binary.Varint(rec[1:])
-		if k1 <= 0 {
-			return false, fmt.Errorf("record %d of batch %d: bad timestamp", n, h.BaseOffset)
-		}
-		offDelta, k2 := binary.Varint(rec[1+k1:])
-		if k2 <= 0 {
-			return false, fmt.Errorf("record %d of batch %d: bad offset delta", n, h.BaseOffset)
-		}
-		if fn(h.BaseOffset+offDelta, h.FirstTimestamp+tsDelta) {
-			return true, nil
-		}
-	}
-	return false, nil
+	return b, nil
 }
 
 // MaxTimestamp answers ListOffsets with timestamp -3 (KIP-734): the record
@@ -171,7 +152,7 @@ func (l *Log) MaxTimestamp() (offset int64, timestamp int64) {
 	l.mu.Unlock()
 	defer files.release()
 
-	var hb [BatchHeaderSize]byte
+	var hb [batch.HeaderSize]byte
 	for pos := from; pos < size; {
 		h, err := readHeaderAt(files.log, pos, &hb)
 		if err != nil {

@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/ktoolhq/ktool/internal/batch"
 )
 
 // truncSuffix marks the copy of a segment being cut while regions of it are
@@ -65,7 +67,7 @@ func (l *Log) TruncateTo(offset int64) error {
 // findBatch returns the position and base offset of the batch holding offset
 // in s, which must hold it.
 func findBatch(s *segment, offset int64) (int64, int64, error) {
-	var hb [BatchHeaderSize]byte
+	var hb [batch.HeaderSize]byte
 	for pos := lookupPosition(s.idx, offset-s.base); pos < s.size; {
 		h, err := readHeaderAt(s.files.log, pos, &hb)
 		if err != nil {
@@ -204,7 +206,7 @@ func tailMaxTimestamp(s *segment, idx []offsetEntry, tidx []timeEntry, pos int64
 	if n := len(idx); n > 0 {
 		p = int64(idx[n-1].pos)
 	}
-	var hb [BatchHeaderSize]byte
+	var hb [batch.HeaderSize]byte
 	for p < pos {
 		h, err := readHeaderAt(s.files.log, p, &hb)
 		if err != nil {

@@ -2,7 +2,9 @@ package codec
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 )
 
 // Kafka's codec ids, as stored in bits 0-2 of a record batch's attributes.
@@ -14,9 +16,13 @@ const (
 	IDZstd   int8 = 4
 )
 
-// MaxDecompressed bounds what one records section may decompress to, so a
-// small hostile input cannot make a codec allocate without limit.
+// MaxDecompressed is the most any one records section may decompress to,
+// whatever limit a caller asks for.
 const MaxDecompressed = 1 << 30
+
+// ErrTooLarge is wrapped by a Decompress error when a section's output would
+// pass the limit the caller gave.
+var ErrTooLarge = errors.New("decompressed section exceeds its limit")
 
 // Codec compresses and decompresses record batches' records sections. A call
 // carries whole sections (one or several), never single records, so a codec
@@ -25,26 +31,32 @@ type Codec interface {
 	Name() string // "gzip", "snappy", "lz4", "zstd"
 	ID() int8     // 1..4
 	Compress(ctx context.Context, records [][]byte) ([][]byte, error)
-	Decompress(ctx context.Context, data [][]byte) ([][]byte, error)
+	// Decompress expands each section into at most limit bytes (<= 0 or
+	// above MaxDecompressed means MaxDecompressed), failing with an error
+	// that wraps ErrTooLarge as soon as more would come out: no declared
+	// size is trusted and nothing past the limit is allocated.
+	Decompress(ctx context.Context, data [][]byte, limit int) ([][]byte, error)
 }
 
-// Builtins returns fresh instances of the four codecs Kafka defines.
+// Streamer is implemented by codecs that run in process: NewReader streams
+// one section's decompressed bytes, so a caller can check records as they
+// come out and stop at the first bad one. Close returns pooled state.
+type Streamer interface {
+	NewReader(section []byte) (io.ReadCloser, error)
+}
+
+// Builtins returns fresh instances of the four codecs Kafka defines. Each
+// instance pools its encoders and decoders, so make them once and share them.
 func Builtins() []Codec {
 	return []Codec{NewGzip(), NewSnappy(), NewLZ4(), NewZstd()}
 }
 
-// Lookup returns a lookup function over codecs by their id.
-func Lookup(codecs []Codec) func(id int8) (Codec, error) {
-	byID := make(map[int8]Codec, len(codecs))
-	for _, c := range codecs {
-		byID[c.ID()] = c
+// Limit clamps a caller's decompression limit to (0, MaxDecompressed].
+func Limit(limit int) int {
+	if limit <= 0 || limit > MaxDecompressed {
+		return MaxDecompressed
 	}
-	return func(id int8) (Codec, error) {
-		if c, ok := byID[id]; ok {
-			return c, nil
-		}
-		return nil, fmt.Errorf("no codec with id %d (known: 1 gzip, 2 snappy, 3 lz4, 4 zstd)", id)
-	}
+	return limit
 }
 
 // NameForID returns Kafka's name for a codec id ("none" for 0).
@@ -88,4 +100,50 @@ func each(ctx context.Context, in [][]byte, fn func([]byte) ([]byte, error)) ([]
 		out[i] = r
 	}
 	return out, nil
+}
+
+// decompressAll reads each section through s into a bounded sink.
+func decompressAll(ctx context.Context, s Streamer, name string, data [][]byte, limit int) ([][]byte, error) {
+	limit = Limit(limit)
+	return each(ctx, data, func(src []byte) ([]byte, error) {
+		r, err := s.NewReader(src)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		defer r.Close()
+		out, err := ReadLimited(r, limit, 4*len(src))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		return out, nil
+	})
+}
+
+// ReadLimited reads r to the end into a buffer grown as bytes arrive
+// (starting from sizeHint, itself capped), failing with ErrTooLarge once
+// more than limit bytes come out.
+func ReadLimited(r io.Reader, limit, sizeHint int) ([]byte, error) {
+	buf := make([]byte, 0, min(max(sizeHint, 512), limit+1, 1<<20))
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) > limit {
+				return nil, fmt.Errorf("more than %d bytes: %w", limit, ErrTooLarge)
+			}
+			// Double, but never past limit+1: one byte over is all it takes to know.
+			grown := make([]byte, len(buf), min(2*cap(buf), limit+1))
+			copy(grown, buf)
+			buf = grown
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if len(buf) > limit {
+			return nil, fmt.Errorf("more than %d bytes: %w", limit, ErrTooLarge)
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }

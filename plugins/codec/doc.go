@@ -1,5 +1,6 @@
-// Package codec holds Kafka's record compression codecs (gzip, snappy, lz4,
-// zstd) behind one contract that plugins can also serve, and the record
-// batch helpers that decompress and recompress magic v2 batches while keeping
-// everything but the records section, its length and its CRC exactly as it was.
+// Package codec is the contract of Kafka's record compression codecs
+// (gzip, snappy, lz4, zstd), which plugins can also serve, and the built-in
+// implementations of the four. Every decompression is a stream into a sink
+// bounded by the caller's limit. Record batches themselves belong to
+// internal/batch; which codec serves an id is the plugin catalog's choice.
 package codec

@@ -7,31 +7,30 @@ import (
 	"github.com/ktoolhq/ktool/plugins/codec"
 )
 
-// FuzzRecompressBatches feeds arbitrary bytes as a records field: bad input
-// must give an error, never a panic, and good output must split cleanly.
-func FuzzRecompressBatches(f *testing.F) {
+// FuzzDecompress feeds arbitrary bytes to every built-in codec with a small
+// limit: bad input must give an error, never a panic, and no output may pass
+// the limit.
+func FuzzDecompress(f *testing.F) {
 	ctx := context.Background()
-	builtins := codec.Builtins()
-	lookup := codec.Lookup(builtins)
-	seed := codec.NewGzip()
-	sec, _ := seed.Compress(ctx, [][]byte{[]byte("records")})
-	f.Add(make([]byte, 61), uint8(0))
-	f.Add(append(append(make([]byte, 8), 0, 0, 0, 49+byte(len(sec[0]))), make([]byte, 49)...), uint8(3))
-	f.Fuzz(func(t *testing.T, field []byte, to uint8) {
-		var target codec.Codec
-		if int(to)%5 > 0 {
-			target = builtins[int(to)%5-1]
-		}
-		out, err := codec.RecompressBatches(ctx, field, target, lookup)
+	for _, c := range codec.Builtins() {
+		out, err := c.Compress(ctx, [][]byte{sample(5000), make([]byte, 100<<10)})
 		if err != nil {
-			return
+			f.Fatal(err)
 		}
-		if _, err := codec.SplitBatches(out); err != nil {
-			t.Fatalf("RecompressBatches output does not split: %v", err)
-		}
+		f.Add(out[0], uint16(6000))
+		f.Add(out[1], uint16(4096))
+	}
+	f.Add([]byte("not compressed"), uint16(100))
+	builtins := codec.Builtins()
+	f.Fuzz(func(t *testing.T, data []byte, limit uint16) {
 		for _, c := range builtins {
-			_, _ = c.Decompress(ctx, [][]byte{field})
+			out, err := c.Decompress(ctx, [][]byte{data}, int(limit)+1)
+			if err != nil {
+				continue
+			}
+			if len(out) != 1 || len(out[0]) > int(limit)+1 {
+				t.Fatalf("%s: %d sections, %d bytes past the limit %d", c.Name(), len(out), len(out[0]), int(limit)+1)
+			}
 		}
-		_, _ = codec.SplitRecords(field)
 	})
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ktoolhq/ktool/internal/batch"
 )
 
 // rawProducer is an idempotent acks=all producer that speaks Produce itself,
@@ -203,8 +205,8 @@ func (p *rawProducer) batch(seq int32, value uint64) []byte {
 		Records:        rec.AppendTo(nil),
 	}
 	raw := b.AppendTo(nil)
-	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
-	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], castagnoli))
+	binary.BigEndian.PutUint32(raw[batch.OffLength:], uint32(len(raw)-batch.LogOverhead))
+	binary.BigEndian.PutUint32(raw[batch.OffCRC:], crc32.Checksum(raw[batch.OffAttributes:], castagnoli))
 	return raw
 }
 

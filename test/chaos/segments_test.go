@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ktoolhq/ktool/internal/batch"
 )
 
 // batchHeaderLen is the part of a record batch in front of the records:
@@ -54,8 +56,8 @@ func readBatches(dir string, hw int64) ([]rawBatch, error) {
 			if length < batchHeaderLen-12 || len(b)-pos-12 < length {
 				return nil, fmt.Errorf("%s: batch at position %d (offset %d) has length %d, %d bytes left", seg, pos, base, length, len(b)-pos-12)
 			}
-			batch := b[pos : pos+12+length]
-			last := base + int64(int32(binary.BigEndian.Uint32(batch[23:])))
+			bt := b[pos : pos+batch.LogOverhead+length]
+			last := base + int64(int32(binary.BigEndian.Uint32(bt[batch.OffLastOffsetDelta:])))
 			if next >= 0 && base != next {
 				return nil, fmt.Errorf("%s: batch at position %d starts at offset %d, want %d", seg, pos, base, next)
 			}
@@ -64,7 +66,7 @@ func readBatches(dir string, hw int64) ([]rawBatch, error) {
 			if base >= hw {
 				return out, nil
 			}
-			out = append(out, rawBatch{base: base, last: last, bytes: batch})
+			out = append(out, rawBatch{base: base, last: last, bytes: bt})
 		}
 	}
 	if hw > 0 && (len(out) == 0 || out[len(out)-1].last+1 < hw) {
@@ -97,9 +99,9 @@ func diffBatches(a, b []rawBatch) string {
 func fakeBatch(base int64, records int32, fill byte) []byte {
 	b := make([]byte, batchHeaderLen+4)
 	binary.BigEndian.PutUint64(b, uint64(base))
-	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
+	binary.BigEndian.PutUint32(b[batch.OffLength:], uint32(len(b)-batch.LogOverhead))
 	b[16] = 2
-	binary.BigEndian.PutUint32(b[23:], uint32(records-1))
+	binary.BigEndian.PutUint32(b[batch.OffLastOffsetDelta:], uint32(records-1))
 	for i := batchHeaderLen; i < len(b); i++ {
 		b[i] = fill
 	}

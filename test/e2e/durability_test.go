@@ -16,6 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ktoolhq/ktool/internal/batch"
 )
 
 // ack is one acknowledged record: where the broker said it put sequence seq.
@@ -549,15 +551,15 @@ func intactEnd(seg string) (int64, error) {
 		if n < 49 || pos+12+n > len(data) || data[pos+16] != 2 {
 			break
 		}
-		batch := data[pos : pos+12+n]
-		if crc32c(batch[21:]) != binary.BigEndian.Uint32(batch[17:]) {
+		bt := data[pos : pos+batch.LogOverhead+n]
+		if crc32c(bt[batch.OffAttributes:]) != binary.BigEndian.Uint32(bt[batch.OffCRC:]) {
 			break
 		}
-		first := int64(binary.BigEndian.Uint64(batch))
+		first := int64(binary.BigEndian.Uint64(bt))
 		if first != end && end != base {
 			break
 		}
-		end = first + int64(int32(binary.BigEndian.Uint32(batch[23:]))) + 1
+		end = first + int64(int32(binary.BigEndian.Uint32(bt[batch.OffLastOffsetDelta:]))) + 1
 		pos += 12 + n
 	}
 	return end, nil

@@ -13,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ktoolhq/ktool/internal/batch"
 )
 
 // rawConn speaks the Kafka framing by hand, at exactly the version set on each
@@ -178,8 +180,8 @@ func encodeBatch(producerID int64, epoch int16, baseSeq int32, firstTS int64, re
 	b = kbin.AppendInt32(b, baseSeq)
 	b = kbin.AppendInt32(b, int32(len(recs)))
 	b = append(b, records...)
-	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
-	binary.BigEndian.PutUint32(b[17:], crc32c(b[crcStart:]))
+	binary.BigEndian.PutUint32(b[batch.OffLength:], uint32(len(b)-batch.LogOverhead))
+	binary.BigEndian.PutUint32(b[batch.OffCRC:], crc32c(b[crcStart:]))
 	return b
 }
 
@@ -229,27 +231,27 @@ func recordsOf(b []byte) ([]rawRecord, error) {
 	var out []rawRecord
 	for len(b) >= 12 {
 		base := int64(binary.BigEndian.Uint64(b))
-		n := int(int32(binary.BigEndian.Uint32(b[8:])))
+		n := int(int32(binary.BigEndian.Uint32(b[batch.OffLength:])))
 		if n < 49 {
 			return nil, fmt.Errorf("batch at offset %d has length %d", base, n)
 		}
 		if len(b) < 12+n {
 			break
 		}
-		batch := b[:12+n]
+		bt := b[:batch.LogOverhead+n]
 		b = b[12+n:]
-		if batch[16] != 2 {
-			return nil, fmt.Errorf("batch at offset %d has magic %d", base, batch[16])
+		if bt[batch.OffMagic] != 2 {
+			return nil, fmt.Errorf("batch at offset %d has magic %d", base, bt[batch.OffMagic])
 		}
-		if attr := binary.BigEndian.Uint16(batch[21:]); attr&7 != 0 {
+		if attr := binary.BigEndian.Uint16(bt[batch.OffAttributes:]); attr&7 != 0 {
 			return nil, fmt.Errorf("batch at offset %d is compressed (attributes %#x)", base, attr)
 		}
-		if crc := crc32c(batch[21:]); crc != binary.BigEndian.Uint32(batch[17:]) {
+		if crc := crc32c(bt[batch.OffAttributes:]); crc != binary.BigEndian.Uint32(bt[batch.OffCRC:]) {
 			return nil, fmt.Errorf("batch at offset %d fails its CRC", base)
 		}
-		firstTS := int64(binary.BigEndian.Uint64(batch[27:]))
-		count := int(int32(binary.BigEndian.Uint32(batch[57:])))
-		rd := kbin.Reader{Src: batch[61:]}
+		firstTS := int64(binary.BigEndian.Uint64(bt[batch.OffFirstTimestamp:]))
+		count := int(int32(binary.BigEndian.Uint32(bt[batch.OffNumRecords:])))
+		rd := kbin.Reader{Src: bt[batch.HeaderSize:]}
 		for range count {
 			rd.Varint() // length
 			rd.Int8()   // attributes

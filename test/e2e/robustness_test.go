@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ktoolhq/ktool/internal/batch"
 )
 
 // frame prefixes body with its length.
@@ -266,20 +268,20 @@ func TestCorruptRecordsAreRefused(t *testing.T) {
 		{"crc mismatch in a record", flip(len(good()) - 2)},
 		{"crc field wrong", flip(18)},
 		{"magic 3", func() []byte { g := good(); g[16] = 3; return g }()},
-		{"batch length past the end", func() []byte { g := good(); binary.BigEndian.PutUint32(g[8:], uint32(len(g))); return g }()},
-		{"batch length too small", func() []byte { g := good(); binary.BigEndian.PutUint32(g[8:], 10); return g }()},
+		{"batch length past the end", func() []byte { g := good(); binary.BigEndian.PutUint32(g[batch.OffLength:], uint32(len(g))); return g }()},
+		{"batch length too small", func() []byte { g := good(); binary.BigEndian.PutUint32(g[batch.OffLength:], 10); return g }()},
 		{"cut inside the batch", good()[:40]},
 		{"five bytes", []byte{1, 2, 3, 4, 5}},
 		{"record count larger than the records", func() []byte {
 			g := good()
-			binary.BigEndian.PutUint32(g[57:], 3)
-			binary.BigEndian.PutUint32(g[17:], crc32c(g[21:]))
+			binary.BigEndian.PutUint32(g[batch.OffNumRecords:], 3)
+			binary.BigEndian.PutUint32(g[batch.OffCRC:], crc32c(g[batch.OffAttributes:]))
 			return g
 		}()},
 		{"record count negative", func() []byte {
 			g := good()
-			binary.BigEndian.PutUint32(g[57:], 0xffffffff)
-			binary.BigEndian.PutUint32(g[17:], crc32c(g[21:]))
+			binary.BigEndian.PutUint32(g[batch.OffNumRecords:], 0xffffffff)
+			binary.BigEndian.PutUint32(g[batch.OffCRC:], crc32c(g[batch.OffAttributes:]))
 			return g
 		}()},
 	}

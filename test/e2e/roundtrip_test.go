@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ktoolhq/ktool/internal/batch"
 )
 
 // shapes are records covering every field a record can carry: present, null and
@@ -141,5 +143,5 @@ func firstBatchAttributes(path string) (int16, error) {
 	if hdr[16] != 2 {
 		return 0, fmt.Errorf("%s: first batch has magic %d", path, hdr[16])
 	}
-	return int16(binary.BigEndian.Uint16(hdr[21:])), nil
+	return int16(binary.BigEndian.Uint16(hdr[batch.OffAttributes:])), nil
 }

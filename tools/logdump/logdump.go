@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ktoolhq/ktool/internal/batch"
 	"github.com/ktoolhq/ktool/plugins"
-	"github.com/ktoolhq/ktool/plugins/codec"
 	"github.com/ktoolhq/ktool/tools/cmdutil"
 )
 
@@ -93,11 +93,11 @@ corrupt batches, bad CRCs, index mismatches).`,
 }
 
 func runDump(ctx context.Context, o *DumpOptions) error {
-	var lookup func(int8) (codec.Codec, error)
+	var codecs batch.Codecs
 	if o.Records || o.OffsetsDecoder {
 		cat := plugins.NewCatalog(plugins.Options{Dir: o.PluginDir})
 		defer cat.Close()
-		lookup = cat.CodecLookup(ctx)
+		codecs = cat
 	}
 	paths, skipped, err := expandPaths(o.Paths)
 	if err != nil {
@@ -108,7 +108,7 @@ func runDump(ctx context.Context, o *DumpOptions) error {
 	}
 	dumps := make([]FileDump, 0, len(paths))
 	for _, p := range paths {
-		d, err := dumpFile(ctx, p, o.VerifyIndex, lookup, o.OffsetsDecoder)
+		d, err := dumpFile(ctx, p, o.VerifyIndex, codecs, o.OffsetsDecoder)
 		if err != nil {
 			return err
 		}
@@ -128,7 +128,7 @@ func runDump(ctx context.Context, o *DumpOptions) error {
 
 // dumpFile reads one file; with verify it also reads the segment's other
 // files and records their disagreements as problems.
-func dumpFile(ctx context.Context, path string, verify bool, lookup func(int8) (codec.Codec, error), offsets bool) (FileDump, error) {
+func dumpFile(ctx context.Context, path string, verify bool, codecs batch.Codecs, offsets bool) (FileDump, error) {
 	kind, base, err := parseName(path)
 	if err != nil {
 		return FileDump{}, err
@@ -136,7 +136,7 @@ func dumpFile(ctx context.Context, path string, verify bool, lookup func(int8) (
 	var d FileDump
 	switch kind {
 	case kindLog:
-		if d, err = scanLog(ctx, path, base, lookup, offsets); err != nil {
+		if d, err = scanLog(ctx, path, base, codecs, offsets); err != nil {
 			return d, fmt.Errorf("reading %s: %w", path, err)
 		}
 	case kindIndex:

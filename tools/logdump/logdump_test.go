@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/ktoolhq/ktool/internal/batch"
 	"github.com/ktoolhq/ktool/plugins"
 	"github.com/ktoolhq/ktool/plugins/codec"
 	"github.com/ktoolhq/ktool/tools/cmdutil"
@@ -42,9 +42,9 @@ type rec struct {
 	headers    []kmsg.Header
 }
 
-// batch writes a magic v2 record batch by hand: records in Kafka's format,
+// testBatch writes a magic v2 record batch: records in Kafka's format,
 // the records section compressed with c (nil: none), the CRC32C last.
-func batch(t *testing.T, base int64, attrs int16, firstTS, maxTS, pid int64, epoch int16, seq int32, c codec.Codec, recs ...rec) []byte {
+func testBatch(t *testing.T, base int64, attrs int16, firstTS, maxTS, pid int64, epoch int16, seq int32, c codec.Codec, recs ...rec) []byte {
 	t.Helper()
 	var section []byte
 	for i, r := range recs {
@@ -60,14 +60,11 @@ func batch(t *testing.T, base int64, attrs int16, firstTS, maxTS, pid int64, epo
 		section = out[0]
 		attrs |= int16(c.ID())
 	}
-	b := (&kmsg.RecordBatch{
-		FirstOffset: base, PartitionLeaderEpoch: 7, Magic: 2, Attributes: attrs,
+	return batch.Encode(batch.Header{
+		BaseOffset: base, PartitionLeaderEpoch: 7, Attributes: attrs,
 		LastOffsetDelta: int32(len(recs) - 1), FirstTimestamp: firstTS, MaxTimestamp: maxTS,
-		ProducerID: pid, ProducerEpoch: epoch, FirstSequence: seq, NumRecords: int32(len(recs)), Records: section,
-	}).AppendTo(nil)
-	binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
-	return b
+		ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq, NumRecords: int32(len(recs)),
+	}, section)
 }
 
 // writeSegment writes a segment at base offset 100 with three data batches
@@ -77,19 +74,19 @@ func writeSegment(t *testing.T) (dir string, positions []int64) {
 	t.Helper()
 	dir = t.TempDir()
 	const ts = 1_700_000_000_000
-	a := batch(t, 100, 0, ts, ts+20, 4242, 3, 0, nil,
+	a := testBatch(t, 100, 0, ts, ts+20, 4242, 3, 0, nil,
 		rec{key: []byte("order-1"), value: []byte(`{"total":12.5}`), headers: []kmsg.Header{{Key: "trace", Value: []byte("abc")}}},
 		rec{key: nil, value: []byte{0x00, 0xff, 0x10}, tsDelta: 20},
 		rec{key: []byte("order-2"), value: nil, tsDelta: 5},
 	)
-	b := batch(t, 103, 0x10, ts+30, ts+31, 4242, 3, 3, codec.NewGzip(),
+	b := testBatch(t, 103, 0x10, ts+30, ts+31, 4242, 3, 3, codec.NewGzip(),
 		rec{key: []byte("k"), value: []byte("line one\nline two")},
 		rec{key: []byte("k"), value: []byte(""), tsDelta: 1},
 	)
-	c := batch(t, 105, 0, ts+25, ts+25, -1, -1, -1, codec.NewZstd(),
+	c := testBatch(t, 105, 0, ts+25, ts+25, -1, -1, -1, codec.NewZstd(),
 		rec{key: []byte("late"), value: []byte("arrives with an older timestamp")},
 	)
-	commit := batch(t, 106, 0x30, ts+40, ts+40, 4242, 3, -1, nil,
+	commit := testBatch(t, 106, 0x30, ts+40, ts+40, 4242, 3, -1, nil,
 		rec{key: []byte{0, 0, 0, 1}, value: []byte{0, 0, 0, 0, 0, 0}})
 	log := append(append(append(append([]byte(nil), a...), b...), c...), commit...)
 	positions = []int64{0, int64(len(a)), int64(len(a) + len(b)), int64(len(a) + len(b) + len(c))}
@@ -314,11 +311,11 @@ func TestOffsetsDecoder(t *testing.T) {
 			MemberID: "m-1", ClientID: "c", ClientHost: "/127.0.0.1", RebalanceTimeoutMillis: 60000, SessionTimeoutMillis: 45000,
 			Subscription: sub.AppendTo(nil), Assignment: asg.AppendTo(nil)}}}
 	ts := int64(1_700_000_000_000)
-	data := append(batch(t, 0, 0, ts, ts, -1, -1, -1, nil,
+	data := append(testBatch(t, 0, 0, ts, ts, -1, -1, -1, nil,
 		rec{key: commitKey.AppendTo(nil), value: commitVal.AppendTo(nil)},
 		rec{key: groupKey.AppendTo(nil), value: groupVal.AppendTo(nil)},
 		rec{key: commitKey.AppendTo(nil), value: nil},
-	), batch(t, 3, 0, ts, ts, -1, -1, -1, nil, rec{key: []byte{0, 9, 1}, value: []byte("x")})...)
+	), testBatch(t, 3, 0, ts, ts, -1, -1, -1, nil, rec{key: []byte{0, 9, 1}, value: []byte("x")})...)
 	if err := os.WriteFile(filepath.Join(dir, "00000000000000000000.log"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}

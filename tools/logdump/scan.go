@@ -15,8 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
+	"github.com/ktoolhq/ktool/internal/batch"
 	"github.com/ktoolhq/ktool/plugins/codec"
 )
 
@@ -35,7 +34,7 @@ const (
 	maxBatchSize = 1 << 30
 	// prefixSize is what a batch's length and magic take to read: base
 	// offset, length, leader epoch, magic.
-	prefixSize = 17
+	prefixSize = batch.OffMagic + 1
 )
 
 // parseName splits a segment file name into its kind and base offset.
@@ -65,9 +64,9 @@ func sibling(path, kind string) string {
 }
 
 // scanLog reads a segment batch by batch, never the whole file at once.
-// With lookup set it decodes every record, decompressing through it, and with
-// offsets also reads them as __consumer_offsets records.
-func scanLog(ctx context.Context, path string, base int64, lookup func(int8) (codec.Codec, error), offsets bool) (FileDump, error) {
+// With codecs set it decodes every record, decompressing through them, and
+// with offsets also reads them as __consumer_offsets records.
+func scanLog(ctx context.Context, path string, base int64, codecs batch.Codecs, offsets bool) (FileDump, error) {
 	d := FileDump{Path: path, Kind: kindLog, BaseOffset: base}
 	f, err := os.Open(path)
 	if err != nil {
@@ -92,112 +91,92 @@ func scanLog(ctx context.Context, path string, base int64, lookup func(int8) (co
 		if err != nil {
 			return d, err
 		}
-		length := int32(binary.BigEndian.Uint32(prefix[8:]))
-		size := int64(length) + 12
-		if length < codec.BatchHeaderSize-12 || size > maxBatchSize {
+		length := batch.PeekLength(prefix)
+		size := int64(length) + batch.LogOverhead
+		if length < batch.MinLength || size > maxBatchSize {
 			d.Problems = append(d.Problems, fmt.Sprintf("corrupt batch at position %d: length %d", pos, length))
 			return d, nil
 		}
-		batch := make([]byte, size)
-		copy(batch, prefix)
-		if n, err := io.ReadFull(r, batch[prefixSize:]); err != nil {
+		b := make([]byte, size)
+		copy(b, prefix)
+		if n, err := io.ReadFull(r, b[prefixSize:]); err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				d.Problems = append(d.Problems, fmt.Sprintf("torn tail: batch at position %d has %d of its %d bytes", pos, prefixSize+n, size))
 				return d, nil
 			}
 			return d, err
 		}
-		if magic := int8(prefix[16]); magic != 2 {
+		if magic := batch.PeekMagic(prefix); magic != batch.Magic {
 			d.Problems = append(d.Problems, fmt.Sprintf("message set at position %d has magic %d; only magic 2 batches are shown", pos, magic))
 			pos += size
 			continue
 		}
-		h, err := codec.ParseBatchHeader(batch)
+		h, err := batch.ParseHeader(b)
 		if err != nil {
 			d.Problems = append(d.Problems, fmt.Sprintf("batch at position %d: %v", pos, err))
 			return d, nil
 		}
-		b := batchOf(h, pos, codec.CRCValid(batch))
-		if !b.CRCValid {
+		out := batchOf(h, pos, batch.CRCValid(b))
+		if !out.CRCValid {
 			d.Problems = append(d.Problems, fmt.Sprintf("batch at offset %d (position %d): CRC mismatch", h.BaseOffset, pos))
 		}
-		if lookup != nil {
-			recs, err := decodeRecords(ctx, batch, h, lookup, offsets)
+		if codecs != nil {
+			recs, err := decodeRecords(ctx, b, h, codecs, offsets)
 			if err != nil {
 				d.Problems = append(d.Problems, fmt.Sprintf("batch at offset %d (position %d): records: %v", h.BaseOffset, pos, err))
 			}
-			b.Records = recs
+			out.Records = recs
 		}
-		d.Batches = append(d.Batches, b)
+		d.Batches = append(d.Batches, out)
 		pos += size
 	}
 }
 
-func batchOf(h codec.BatchHeader, pos int64, crcValid bool) Batch {
+func batchOf(h batch.Header, pos int64, crcValid bool) Batch {
 	tsType := "CreateTime"
 	if h.LogAppendTime() {
 		tsType = "LogAppendTime"
 	}
 	return Batch{
-		BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(), Count: h.NumRecords, Codec: codec.NameForID(h.CodecID()),
+		BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(), Count: h.NumRecords, Codec: codec.NameForID(h.Compression()),
 		ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, BaseSequence: h.BaseSequence,
 		PartitionLeaderEpoch: h.PartitionLeaderEpoch, Transactional: h.Transactional(), Control: h.Control(),
 		TimestampType: tsType, CreateTimestamp: h.FirstTimestamp, MaxTimestamp: h.MaxTimestamp,
-		Position: pos, Size: h.Size(), CRC: h.CRC, CRCValid: crcValid,
+		Position: pos, Size: int(h.Size()), CRC: h.CRC, CRCValid: crcValid,
 	}
 }
 
-func decodeRecords(ctx context.Context, batch []byte, h codec.BatchHeader, lookup func(int8) (codec.Codec, error), offsets bool) ([]Record, error) {
-	_, section, err := codec.DecompressBatch(ctx, batch, lookup)
-	if err != nil {
-		return nil, err
-	}
-	raws, err := codec.SplitRecords(section)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Record, 0, len(raws))
-	for _, raw := range raws {
-		var kr kmsg.Record
-		if err := kr.ReadFrom(raw); err != nil {
-			return out, fmt.Errorf("record %d: %w", len(out), err)
-		}
+func decodeRecords(ctx context.Context, b []byte, h batch.Header, codecs batch.Codecs, offsets bool) ([]Record, error) {
+	var out []Record
+	err := batch.Records(ctx, codecs, h, b, codec.MaxDecompressed, func(br batch.Record) error {
 		r := Record{
-			Offset: h.BaseOffset + int64(kr.OffsetDelta), Timestamp: h.FirstTimestamp + kr.TimestampDelta64,
-			Key: bytesOf(kr.Key), Value: bytesOf(kr.Value),
+			Offset: h.BaseOffset + int64(br.OffsetDelta), Timestamp: h.FirstTimestamp + br.TimestampDelta,
+			Key: bytesOf(br.Key), Value: bytesOf(br.Value),
 		}
 		if h.LogAppendTime() {
 			r.Timestamp = h.MaxTimestamp
 		}
 		if h.Control() {
-			r.Control = controlType(kr.Key)
+			r.Control = controlType(br.Key)
 		} else if offsets {
-			r.Decoded = decodeOffsetsRecord(kr.Key, kr.Value)
+			r.Decoded = decodeOffsetsRecord(br.Key, br.Value)
 		}
-		for _, hd := range kr.Headers {
+		for _, hd := range br.Headers() {
 			r.Headers = append(r.Headers, Header{Key: hd.Key, Value: bytesOf(hd.Value)})
 		}
 		out = append(out, r)
-	}
-	if len(out) != int(h.NumRecords) {
-		return out, fmt.Errorf("holds %d records, header says %d", len(out), h.NumRecords)
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
-// controlType reads a control record's key: int16 version, int16 type.
+// controlType names a control record's type from its key.
 func controlType(key []byte) string {
-	if len(key) < 4 {
+	t, err := batch.ControlKey(key)
+	if err != nil {
 		return "malformed"
 	}
-	switch t := int16(binary.BigEndian.Uint16(key[2:])); t {
-	case 0:
-		return "ABORT"
-	case 1:
-		return "COMMIT"
-	default:
-		return "type " + strconv.Itoa(int(t))
-	}
+	return t.String()
 }
 
 // bytesOf shows b as text when it is valid UTF-8 with only printable

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/assignor"
+	"github.com/ktoolhq/ktool/internal/batch"
 	"github.com/ktoolhq/ktool/plugins"
 	"github.com/ktoolhq/ktool/plugins/codec"
 	"github.com/ktoolhq/ktool/tools/cmdutil"
@@ -168,17 +168,12 @@ func sampleBatches(total, batchBytes int) [][]byte {
 	var section []byte
 	delta := int32(0)
 	for i := 0; total > 0; i++ {
-		r := kmsg.Record{
-			TimestampDelta64: int64(i % 1000),
-			OffsetDelta:      delta,
-			Key:              []byte("user-" + strconv.Itoa(i%5000)),
-			Value: fmt.Appendf(nil, `{"id":%d,"user":"user-%d","event":"%s","amount":%d.%02d,"ts":%d}`,
-				i, i%5000, []string{"view", "click", "purchase", "refund"}[i%4], i*7%1000, i%100, 1700000000000+int64(i)*13),
-			Headers: []kmsg.Header{{Key: "source", Value: []byte("verify")}},
-		}
-		r.Length = int32(len(r.AppendTo(nil)) - 1)
+		key := []byte("user-" + strconv.Itoa(i%5000))
+		value := fmt.Appendf(nil, `{"id":%d,"user":"user-%d","event":"%s","amount":%d.%02d,"ts":%d}`,
+			i, i%5000, []string{"view", "click", "purchase", "refund"}[i%4], i*7%1000, i%100, 1700000000000+int64(i)*13)
+		headers := []batch.RecordHeader{{Key: "source", Value: []byte("verify")}}
 		before := len(section)
-		section = r.AppendTo(section)
+		section = batch.AppendRecord(section, int64(i%1000), delta, key, value, headers)
 		total -= len(section) - before
 		delta++
 		if len(section) >= batchBytes || total <= 0 {
@@ -203,25 +198,25 @@ func verifyCodec(ctx context.Context, c codec.Codec, o *VerifyOptions) (*CodecRe
 		res.CompressedBytes += len(b)
 	}
 	res.Ratio = float64(res.InputBytes) / float64(max(res.CompressedBytes, 1))
-	back, err := c.Decompress(ctx, comp)
+	back, err := c.Decompress(ctx, comp, 0)
 	if err != nil {
 		return nil, fmt.Errorf("decompress: %w", err)
 	}
 	if err := sameSections(back, in); err != nil {
 		return nil, fmt.Errorf("round trip: %w", err)
 	}
-	builtin, err := codec.Lookup(codec.Builtins())(c.ID())
+	builtin, err := codec.NewSet(codec.Builtins()...).CodecByID(ctx, c.ID())
 	if err != nil {
 		return nil, err
 	}
-	if theirs, err := builtin.Decompress(ctx, comp); err != nil || sameSections(theirs, in) != nil {
+	if theirs, err := builtin.Decompress(ctx, comp, 0); err != nil || sameSections(theirs, in) != nil {
 		return nil, fmt.Errorf("built-in %s cannot read what the plugin wrote for Kafka codec id %d: %v", builtin.Name(), c.ID(), err)
 	}
 	ours, err := builtin.Compress(ctx, in)
 	if err != nil {
 		return nil, err
 	}
-	if got, err := c.Decompress(ctx, ours); err != nil || sameSections(got, in) != nil {
+	if got, err := c.Decompress(ctx, ours, 0); err != nil || sameSections(got, in) != nil {
 		return nil, fmt.Errorf("the plugin cannot read what built-in %s wrote for Kafka codec id %d: %v", builtin.Name(), c.ID(), err)
 	}
 	res.Interoperable = true
@@ -233,7 +228,7 @@ func verifyCodec(ctx context.Context, c codec.Codec, o *VerifyOptions) (*CodecRe
 		return nil, err
 	}
 	if res.DecompressMBps, err = measure(ctx, o.Duration/2, res.InputBytes, func() error {
-		_, err := c.Decompress(ctx, comp)
+		_, err := c.Decompress(ctx, comp, 0)
 		return err
 	}); err != nil {
 		return nil, err
