@@ -91,8 +91,7 @@ func handleDescribeConfigs(b *Broker, rc *reqCtx, r kmsg.Request, respond func(p
 				if !want(d.Name) {
 					continue
 				}
-				v := b.cfg.Get(d.Name)
-				add(d, v, []config.Value{v})
+				add(d, b.cfg.Get(d.Name), b.cfg.Synonyms(d.Name))
 			}
 		default:
 			out.ErrorCode = kerr.InvalidRequest.Code

@@ -91,6 +91,28 @@ func (b *Broker) Get(name string) Value {
 	return Value{Name: name, Value: d.Default, Null: d.Null, Source: SourceDefault}
 }
 
+// Synonyms lists every value a broker setting has, most preferred first:
+// dynamic per-broker, dynamic cluster default, static, default (what
+// DescribeConfigs answers as its synonyms, as Kafka does).
+func (b *Broker) Synonyms(name string) []Value {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	var out []Value
+	if v, ok := b.dynamic[name]; ok {
+		out = append(out, Value{Name: name, Value: v, Source: SourceDynamicBroker})
+	}
+	if v, ok := b.dynamicDefault[name]; ok {
+		out = append(out, Value{Name: name, Value: v, Source: SourceDynamicDefaultBroker})
+	}
+	if v, ok := b.static[name]; ok {
+		out = append(out, Value{Name: name, Value: v, Source: SourceStaticBroker})
+	}
+	if d, ok := LookupBroker(name); ok && !d.Null {
+		out = append(out, Value{Name: name, Value: d.Default, Source: SourceDefault})
+	}
+	return out
+}
+
 // SplitList splits a comma-separated value, dropping blanks.
 func SplitList(v string) []string {
 	var out []string

@@ -71,3 +71,25 @@ func TestFetchWaitBelowLagTime(t *testing.T) {
 		t.Fatal("replica.fetch.wait.max.ms above replica.lag.time.max.ms accepted")
 	}
 }
+
+func TestBrokerSynonymsInOrder(t *testing.T) {
+	b, err := NewBroker(map[string]string{"log.retention.bytes": "100"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.SetDynamic(map[string]string{"log.retention.bytes": "300"})
+	b.SetDynamicDefault(map[string]string{"log.retention.bytes": "200"})
+	syn := b.Synonyms("log.retention.bytes")
+	want := []Source{SourceDynamicBroker, SourceDynamicDefaultBroker, SourceStaticBroker, SourceDefault}
+	if len(syn) != len(want) {
+		t.Fatalf("synonyms %+v", syn)
+	}
+	for i, s := range syn {
+		if s.Source != want[i] || s.Name != "log.retention.bytes" {
+			t.Errorf("synonym %d: %+v, want source %v", i, s, want[i])
+		}
+	}
+	if syn[0].Value != "300" || syn[1].Value != "200" || syn[2].Value != "100" || syn[3].Value != "-1" {
+		t.Errorf("values %+v", syn)
+	}
+}

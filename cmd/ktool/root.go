@@ -5,6 +5,7 @@ import (
 
 	"github.com/ktoolhq/ktool/tools/apiversions"
 	"github.com/ktoolhq/ktool/tools/cmdutil"
+	"github.com/ktoolhq/ktool/tools/configs"
 	"github.com/ktoolhq/ktool/tools/consume"
 	"github.com/ktoolhq/ktool/tools/controller"
 	"github.com/ktoolhq/ktool/tools/election"
@@ -56,6 +57,7 @@ groups, console produce and consume, and performance tests.`,
 		logdump.NewCommand(f),
 		offsets.NewCommand(f, nil),
 		apiversions.NewCommand(f, nil),
+		configs.NewCommand(f),
 	)
 	addCompletionCommand(f, root)
 	cmdutil.RequireSubcommands(root)
