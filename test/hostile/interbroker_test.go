@@ -187,7 +187,7 @@ func TestForgedUpdateMetadata(t *testing.T) {
 	}
 	m := resp.(*kmsg.MetadataResponse)
 	for _, br := range m.Brokers {
-		if br.NodeID == 0 && (br.Host != "127.0.0.1" || br.Port != int32(b.port)) {
+		if br.NodeID == 0 && (br.Host != "127.0.0.1" || br.Port != int32(b.Port())) {
 			t.Errorf("clients are sent to broker 0 at %s:%d", br.Host, br.Port)
 		}
 	}

@@ -2,21 +2,16 @@ package hostile
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +20,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/ktoolhq/ktool/internal/brokerproc"
+	"github.com/ktoolhq/ktool/internal/brokerproc/proctest"
 	"github.com/ktoolhq/ktool/internal/testbin"
 )
 
@@ -41,32 +38,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// broker is one `ktool broker start` child. Its log dir is root/data; root holds
-// nothing else but what a test puts there, so anything a request creates or
-// removes outside log.dirs shows in root's listing.
+// broker is one `ktool broker start` child (internal/brokerproc). Its log dir
+// is root/data; root holds nothing else but what a test puts there, so anything
+// a request creates or removes outside log.dirs shows in root's listing.
 type broker struct {
+	*brokerproc.Broker
 	root, dir string
-	port      int
-	cmd       *exec.Cmd
-	done      chan struct{}
-	logs      *syncBuffer
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // startBroker starts a standalone broker; overrides are key=value settings.
@@ -76,92 +53,15 @@ func startBroker(t *testing.T, overrides ...string) *broker {
 		t.Fatal(buildErr)
 	}
 	root := t.TempDir()
-	b := &broker{root: root, dir: filepath.Join(root, "data"), logs: &syncBuffer{}}
-	if err := os.Mkdir(b.dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for attempt := 0; ; attempt++ {
-		b.port = freePort(t)
-		args := []string{"broker", "start", "--log-dirs", b.dir, "--listeners", "PLAINTEXT://" + b.Addr(), "--broker-id", "0"}
-		for _, o := range overrides {
-			args = append(args, "--override", o)
-		}
-		err := b.launch(args)
-		if err == nil {
-			break
-		}
-		if attempt == 4 || !strings.Contains(b.logs.String(), "address already in use") {
-			t.Fatalf("starting broker: %v\n%s", err, tail(b.logs.String(), 40))
-		}
-	}
-	t.Cleanup(func() {
-		_ = b.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-b.done:
-		case <-time.After(20 * time.Second):
-			_ = b.cmd.Process.Kill()
-			<-b.done
-		}
-		if t.Failed() {
-			t.Logf("broker log (last lines):\n%s", tail(b.logs.String(), 60))
-		}
-	})
-	return b
+	dir := filepath.Join(root, "data")
+	p := proctest.Broker(t, brokerproc.Spec{Bin: ktoolBin, ID: 0, Dir: dir, Overrides: overrides}, 20*time.Second)
+	return &broker{Broker: p, root: root, dir: dir}
 }
-
-func (b *broker) launch(args []string) error {
-	cmd := exec.Command(ktoolBin, args...)
-	cmd.Stderr = b.logs
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	b.cmd, b.done = cmd, make(chan struct{})
-	ready := make(chan struct{}, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), " ready: listening on ") {
-				select {
-				case ready <- struct{}{}:
-				default:
-				}
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-		_ = cmd.Wait()
-		close(b.done)
-	}()
-	select {
-	case <-ready:
-		return nil
-	case <-b.done:
-		return errors.New("broker exited before it was ready")
-	case <-time.After(60 * time.Second):
-		_ = cmd.Process.Kill()
-		<-b.done
-		return errors.New("broker not ready within 60s")
-	}
-}
-
-func freePort(t testing.TB) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-func (b *broker) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(b.port)) }
 
 // procKB reads a "VmRSS"/"VmHWM" line of /proc/<pid>/status, in KiB.
 func (b *broker) procKB(t testing.TB, field string) int64 {
 	t.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", b.cmd.Process.Pid))
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", b.PID()))
 	if err != nil {
 		t.Fatalf("reading the broker's /proc status (is it alive?): %v", err)
 	}
@@ -194,10 +94,8 @@ func (b *broker) memoryBound(t testing.TB, base int64, limitMB int64, what strin
 // alive fails unless the broker process runs and answers Metadata.
 func (b *broker) alive(t testing.TB, after string) {
 	t.Helper()
-	select {
-	case <-b.done:
-		t.Fatalf("the broker exited after %s", after)
-	default:
+	if !b.Running() {
+		t.Fatalf("the broker exited after %s: %v", after, b.ExitErr())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -260,14 +158,6 @@ func eventually(t testing.TB, total time.Duration, f func() error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-func tail(s string, lines int) string {
-	parts := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(parts) > lines {
-		parts = parts[len(parts)-lines:]
-	}
-	return strings.Join(parts, "\n")
 }
 
 // raw speaks Kafka framing by hand, so tests send exactly the bytes they mean.
