@@ -1,10 +1,13 @@
 package broker
 
-// SaslHandshake, key 17, v1.
+// SaslHandshake, key 17, v1 (v0 listed).
 //
 // Names the SASL mechanism a client will authenticate with; the tokens follow
 // in SaslAuthenticate (36). Version 0, where raw tokens follow outside Kafka
-// framing, is not served (every client since Kafka 1.0 sends v1). On a
+// framing, is not served: a v0 request closes the connection. ApiVersions
+// still lists 0-1 as Kafka does, because librdkafka takes the absence of v0
+// to mean the broker has no SASL at all; it, like every client since Kafka
+// 1.0, then sends v1. On a
 // listener without SASL the answer is ILLEGAL_SASL_STATE, as Kafka's. A
 // mechanism the listener does not enable is answered with
 // UNSUPPORTED_SASL_MECHANISM and the enabled list, and the connection closes.
@@ -16,7 +19,7 @@ import (
 	"github.com/ktoolhq/ktool/broker/protocol"
 )
 
-func init() { register(17, 1, 1, handleSaslHandshake) }
+func init() { registerAdvertised(17, 0, 1, 1, handleSaslHandshake) }
 
 func handleSaslHandshake(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
 	req := r.(*kmsg.SASLHandshakeRequest)

@@ -1,8 +1,15 @@
 package auth
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/xdg-go/scram"
+
+	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 )
 
 func TestParseListeners(t *testing.T) {
@@ -73,5 +80,91 @@ func TestPrincipalMapping(t *testing.T) {
 		if _, err := ParseMappingRules(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// TestScramServer: the server exchange against an independent client
+// (xdg-go/scram), with wrong passwords, unknown users and librdkafka's final
+// nonce (its own nonce in front of the server's), which Kafka accepts.
+func TestScramServer(t *testing.T) {
+	salt := []byte("salt-0123456789")
+	creds := map[string]zkdata.ScramCredential{}
+	for _, m := range []string{ScramSHA256, ScramSHA512} {
+		c, err := zkdata.NewScramCredential(m, "pencil", salt, 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		creds[m] = c
+	}
+	lookup := func(_ context.Context, mech, user string) (zkdata.ScramCredential, error) {
+		if user != "user,1" {
+			return zkdata.ScramCredential{}, errors.New("no such user")
+		}
+		return creds[mech], nil
+	}
+	exchange := func(mech, user, pass string, mangle func(string) string) error {
+		fn := scram.SHA256
+		if mech == ScramSHA512 {
+			fn = scram.SHA512
+		}
+		cl, err := fn.NewClient(user, pass, "")
+		if err != nil {
+			return err
+		}
+		conv := cl.NewConversation()
+		x := &scramExchange{mechanism: mech, lookup: lookup}
+		first, err := conv.Step("")
+		if err != nil {
+			return err
+		}
+		sf, done, err := x.Step(context.Background(), []byte(first))
+		if err != nil || done {
+			return fmt.Errorf("first: %v %v", done, err)
+		}
+		final, err := conv.Step(string(sf))
+		if err != nil {
+			return err
+		}
+		if mangle != nil {
+			final = mangle(final)
+		}
+		out, done, err := x.Step(context.Background(), []byte(final))
+		if err != nil {
+			return err
+		}
+		if !done {
+			return errors.New("not done")
+		}
+		if mangle == nil {
+			if _, err := conv.Step(string(out)); err != nil {
+				return fmt.Errorf("the client refused the server signature: %w", err)
+			}
+		}
+		if x.Principal().Name != "user,1" {
+			return fmt.Errorf("principal %v", x.Principal())
+		}
+		return nil
+	}
+	for _, m := range []string{ScramSHA256, ScramSHA512} {
+		if err := exchange(m, "user,1", "pencil", nil); err != nil {
+			t.Fatalf("%s: %v", m, err)
+		}
+		if err := exchange(m, "user,1", "wrong", nil); err == nil {
+			t.Fatalf("%s: wrong password accepted", m)
+		}
+		if err := exchange(m, "other", "pencil", nil); err == nil {
+			t.Fatalf("%s: unknown user accepted", m)
+		}
+		// A final nonce that does not end with the server's is refused.
+		if err := exchange(m, "user,1", "pencil", func(f string) string { return strings.Replace(f, ",p=", "x,p=", 1) }); err == nil {
+			t.Fatalf("%s: altered nonce accepted", m)
+		}
+	}
+	x := &scramExchange{mechanism: ScramSHA256, lookup: lookup}
+	for _, bad := range []string{"", "x", "p=tls-unique,,n=user,1,r=abc", "n,,r=abc", "n,,n=user=2C1", "n,,n=user=2C1,r=a,m=ext"} {
+		if _, _, err := x.Step(context.Background(), []byte(bad)); err == nil {
+			t.Errorf("client-first %q accepted", bad)
+		}
+		x = &scramExchange{mechanism: ScramSHA256, lookup: lookup}
 	}
 }

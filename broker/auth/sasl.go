@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/xdg-go/scram"
-
 	"github.com/ktoolhq/ktool/broker/config"
 	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/internal/jaas"
@@ -125,57 +123,3 @@ func (p *plainExchange) Step(_ context.Context, msg []byte) ([]byte, bool, error
 }
 
 func (p *plainExchange) Principal() Principal { return User(p.user) }
-
-type scramExchange struct {
-	mechanism string
-	lookup    ScramLookup
-	conv      *scram.ServerConversation
-	err       error // the credential lookup's failure, for the log
-}
-
-func (x *scramExchange) Step(ctx context.Context, msg []byte) ([]byte, bool, error) {
-	if x.conv == nil {
-		fn := scram.SHA256
-		if x.mechanism == ScramSHA512 {
-			fn = scram.SHA512
-		}
-		srv, err := fn.NewServer(func(user string) (scram.StoredCredentials, error) {
-			if x.lookup == nil {
-				x.err = errors.New("no credential store")
-				return scram.StoredCredentials{}, x.err
-			}
-			c, err := x.lookup(ctx, x.mechanism, user)
-			if err != nil {
-				x.err = err
-				return scram.StoredCredentials{}, err
-			}
-			return scram.StoredCredentials{
-				KeyFactors: scram.KeyFactors{Salt: string(c.Salt), Iters: c.Iterations},
-				StoredKey:  c.StoredKey, ServerKey: c.ServerKey,
-			}, nil
-		})
-		if err != nil {
-			return nil, false, err
-		}
-		x.conv = srv.NewConversation()
-	}
-	out, err := x.conv.Step(string(msg))
-	if err != nil {
-		if x.err != nil {
-			return nil, false, fmt.Errorf("%s: %w", x.mechanism, x.err)
-		}
-		return nil, false, fmt.Errorf("%s: %w", x.mechanism, err)
-	}
-	if x.conv.Done() {
-		if !x.conv.Valid() {
-			return nil, false, fmt.Errorf("%s: invalid proof", x.mechanism)
-		}
-		if a := x.conv.AuthzID(); a != "" && a != x.conv.Username() {
-			return nil, false, fmt.Errorf("%s: authorization id %q differs from the user %q", x.mechanism, a, x.conv.Username())
-		}
-		return []byte(out), true, nil
-	}
-	return []byte(out), false, nil
-}
-
-func (x *scramExchange) Principal() Principal { return User(x.conv.Username()) }
