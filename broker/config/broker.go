@@ -23,7 +23,7 @@ type Broker struct {
 func Unknown(props map[string]string) []string {
 	var out []string
 	for k := range props {
-		if _, ok := LookupBroker(k); !ok {
+		if _, ok := LookupBroker(k); !ok && !isListenerSetting(k) {
 			out = append(out, k)
 		}
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 )
 
@@ -76,4 +77,39 @@ func (b *Broker) Listener(name string) (*ListenerSecurity, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// isListenerSetting reports whether k is a per-listener override Broker.Listener
+// reads: listener.name.<l>.<security setting>, or
+// listener.name.<l>.<mechanism>.sasl.jaas.config.
+func isListenerSetting(k string) bool {
+	rest, ok := strings.CutPrefix(k, "listener.name.")
+	if !ok {
+		return false
+	}
+	_, setting, ok := strings.Cut(rest, ".")
+	if !ok {
+		return false
+	}
+	if _, ok := strings.CutSuffix(setting, ".sasl.jaas.config"); ok {
+		return true
+	}
+	for _, name := range listenerSecurityNames() {
+		if setting == name {
+			return true
+		}
+	}
+	return false
+}
+
+// listenerSecurityNames are the settings ListenerSecurity reads.
+func listenerSecurityNames() []string {
+	var out []string
+	t := reflect.TypeFor[ListenerSecurity]()
+	for i := range t.NumField() {
+		if n := t.Field(i).Tag.Get("config"); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
 }

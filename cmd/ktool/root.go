@@ -17,6 +17,7 @@ import (
 	"github.com/ktoolhq/ktool/tools/produce"
 	"github.com/ktoolhq/ktool/tools/profile"
 	"github.com/ktoolhq/ktool/tools/topic"
+	"github.com/ktoolhq/ktool/tools/user"
 	versioncmd "github.com/ktoolhq/ktool/tools/version"
 	"github.com/ktoolhq/ktool/tools/zk"
 )
@@ -58,6 +59,7 @@ groups, console produce and consume, and performance tests.`,
 		offsets.NewCommand(f, nil),
 		apiversions.NewCommand(f, nil),
 		configs.NewCommand(f),
+		user.NewCommand(f),
 	)
 	addCompletionCommand(f, root)
 	cmdutil.RequireSubcommands(root)

@@ -205,3 +205,34 @@ func CleanPath(p string) (string, error) {
 	}
 	return path.Clean(p), nil
 }
+
+// Set replaces a znode's data if its version still is version (-1: any).
+func (c *Conn) Set(ctx context.Context, p string, data []byte, version int32) error {
+	_, err := do(ctx, func() (*gozk.Stat, error) { return c.zc.Set(c.full(p), data, version) })
+	return c.wrap("writing", p, err)
+}
+
+// CreateSequential makes a persistent sequential znode named p<seq> and
+// returns its path (without the chroot).
+func (c *Conn) CreateSequential(ctx context.Context, p string, data []byte) (string, error) {
+	name, err := do(ctx, func() (string, error) {
+		return c.zc.Create(c.full(p), data, gozk.FlagSequence, gozk.WorldACL(gozk.PermAll))
+	})
+	if err != nil {
+		return "", c.wrap("creating", p, err)
+	}
+	return strings.TrimPrefix(name, c.chroot), nil
+}
+
+// EnsurePath creates p and its missing parents as empty persistent znodes.
+func (c *Conn) EnsurePath(ctx context.Context, p string) error {
+	cur := ""
+	for _, part := range strings.Split(strings.Trim(p, "/"), "/") {
+		cur += "/" + part
+		err := c.Create(ctx, cur, nil, false)
+		if err != nil && !errors.Is(err, gozk.ErrNodeExists) {
+			return err
+		}
+	}
+	return nil
+}
