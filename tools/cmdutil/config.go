@@ -16,6 +16,9 @@ type Profile struct {
 	Brokers   []string `json:"brokers" yaml:"brokers"`
 	Zookeeper string   `json:"zookeeper,omitempty" yaml:"zookeeper,omitempty"`
 	ClientID  string   `json:"client_id,omitempty" yaml:"client_id,omitempty"`
+	// Security holds TLS and SASL settings (never a password: a password file
+	// or KTOOL_SASL_PASSWORD supplies it).
+	Security *Security `json:"security,omitempty" yaml:"security,omitempty"`
 }
 
 // Config is ktool's configuration file (KTOOL_CONFIG, default

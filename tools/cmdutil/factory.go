@@ -29,8 +29,13 @@ type Factory struct {
 	ZookeeperFlag string
 	ClientTimeout time.Duration
 
+	// SecurityFlags are the --tls-*, --sasl-* and --client-config flags.
+	SecurityFlags Security
+
 	// ClientOpts are appended to every Kafka client ktool makes (tests use it).
 	ClientOpts []kgo.Opt
+
+	cachedPassword string // asked once per run
 }
 
 // NewFactory returns a Factory on the given streams.
@@ -46,6 +51,7 @@ func (f *Factory) AddGlobalFlags(root *cobra.Command) {
 	pf.StringVar(&f.ProfileFlag, "profile", "", "profile to use from the config file (env KTOOL_PROFILE)")
 	pf.StringVar(&f.ConfigPath, "config-file", f.ConfigPath, "ktool config file holding profiles (env KTOOL_CONFIG)")
 	pf.DurationVar(&f.ClientTimeout, "timeout", f.ClientTimeout, "how long to wait for the cluster to answer a request")
+	f.addSecurityFlags(root)
 }
 
 // Config loads the config file.
@@ -129,6 +135,11 @@ func (f *Factory) Client(extra ...kgo.Opt) (*kgo.Client, error) {
 		kgo.RequestTimeoutOverhead(f.ClientTimeout),
 		kgo.RetryTimeout(f.ClientTimeout),
 	}
+	sec, err := f.securityOpts()
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, sec...)
 	opts = append(opts, f.ClientOpts...)
 	opts = append(opts, extra...)
 	cl, err := kgo.NewClient(opts...)
