@@ -60,10 +60,10 @@ func cutFor(mode proxyMode, d time.Duration) func(t *testing.T, c *cluster, vict
 	}
 }
 
-// mixedFaults are the fault kinds, hit in turn. Cuts and pauses last past
-// the session timeout, so that the session expires and the cluster must fail
-// over; the SIGKILLed broker is restarted at once, before its old session
-// expires.
+// mixedFaults are the fault kinds, hit in turn. Most cuts and pauses last
+// past the session timeout, so that the session expires and the cluster must
+// fail over; two are shorter, so that it must not. The SIGKILLed broker is
+// restarted at once, before its old session expires.
 var mixedFaults = []mixedFault{
 	{"SIGKILL leader", leaderVictim, killRestart},
 	{"SIGSTOP leader", leaderVictim, pauseFor(sessionTimeout + 3*time.Second)},
@@ -73,6 +73,10 @@ var mixedFaults = []mixedFault{
 	{"ZK reset controller", controllerVictim, cutFor(proxyReset, sessionTimeout+3*time.Second)},
 	{"SIGKILL controller", controllerVictim, killRestart},
 	{"SIGSTOP controller", controllerVictim, pauseFor(sessionTimeout + 3*time.Second)},
+	// Shorter than the session timeout: no failover, the leader resumes as
+	// leader (or reconnects to ZooKeeper within its session).
+	{"SIGSTOP leader 3 s", leaderVictim, pauseFor(3 * time.Second)},
+	{"ZK blackhole leader 3 s", leaderVictim, cutFor(proxyBlackhole, 3*time.Second)},
 }
 
 func killRestart(t *testing.T, c *cluster, victim int32) error {
@@ -93,7 +97,7 @@ func pauseFor(d time.Duration) func(t *testing.T, c *cluster, victim int32) erro
 // TestMixedFaults hits a 3-broker cluster with every fault kind in turn
 // (SIGKILL with an immediate restart, SIGSTOP/SIGCONT, and a cut from
 // ZooKeeper only, as a silent blackhole and as a reset, of a partition leader
-// and of the controller) while an idempotent acks=all producer writes and a
+// and of the controller, and a short pause and cut of a leader) while an idempotent acks=all producer writes and a
 // live consumer reads from the start. After each fault it waits until every
 // ISR is full again. It checks everything verifyRun checks, and measures per
 // fault kind the longest a partition went without a serving leader
