@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ktoolhq/ktool/tools/apiversions"
+	"github.com/ktoolhq/ktool/tools/cert"
 	"github.com/ktoolhq/ktool/tools/cmdutil"
 	"github.com/ktoolhq/ktool/tools/configs"
 	"github.com/ktoolhq/ktool/tools/consume"
@@ -60,6 +61,7 @@ groups, console produce and consume, and performance tests.`,
 		apiversions.NewCommand(f, nil),
 		configs.NewCommand(f),
 		user.NewCommand(f),
+		cert.NewCommand(f),
 	)
 	addCompletionCommand(f, root)
 	cmdutil.RequireSubcommands(root)
