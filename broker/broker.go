@@ -73,7 +73,6 @@ type Broker struct {
 	pids     producerIDs
 
 	fetchMaxBytes int32
-	ctrlSeen      verifiedController
 
 	ready     chan struct{}
 	readyOnce sync.Once

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite on a fresh machine with Go: installs what the tests
-# need (ZooKeeper from Debian's packages when missing, and kcat and kafkajs for
-# the client compatibility tests, as root), then checks formatting, vet,
+# need (ZooKeeper and Chromium from Debian's packages when missing, and kcat and
+# kafkajs for the client compatibility tests, as root), then checks formatting, vet,
 # generated files, and runs every test plus short fuzz runs.
 #
 #   scripts/test.sh            # everything (what CI runs)
@@ -24,6 +24,20 @@ if [ -z "$zk_jar" ]; then
   else
     say "ZooKeeper is not installed and this is not a root Debian machine:"
     say "the ZooKeeper tests will be skipped (they fail when CI=true)."
+  fi
+fi
+
+# Headless Chromium for the browser tests of `ktool ui` (tools/ui); without it
+# they skip, loudly, and fail when CI=true.
+if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    say "installing Chromium (Debian package) for the ktool ui browser tests"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq chromium >/dev/null
+  else
+    say "Chromium is not installed and this is not a root Debian machine:"
+    say "the ktool ui browser tests will be skipped (they fail when CI=true)."
   fi
 fi
 

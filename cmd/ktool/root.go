@@ -18,6 +18,7 @@ import (
 	"github.com/ktoolhq/ktool/tools/produce"
 	"github.com/ktoolhq/ktool/tools/profile"
 	"github.com/ktoolhq/ktool/tools/topic"
+	"github.com/ktoolhq/ktool/tools/ui"
 	"github.com/ktoolhq/ktool/tools/user"
 	versioncmd "github.com/ktoolhq/ktool/tools/version"
 	"github.com/ktoolhq/ktool/tools/zk"
@@ -62,6 +63,7 @@ groups, console produce and consume, and performance tests.`,
 		configs.NewCommand(f),
 		user.NewCommand(f),
 		cert.NewCommand(f),
+		ui.NewCommand(f, nil),
 	)
 	addCompletionCommand(f, root)
 	cmdutil.RequireSubcommands(root)
