@@ -42,8 +42,11 @@ func handleMetadata(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol
 	if all {
 		names = b.meta.topicNames()
 	} else {
+		seen := make(map[string]bool, min(len(req.Topics), 1<<16))
 		for _, t := range req.Topics {
-			if t.Topic != nil {
+			// A name listed many times is answered once, as Kafka does.
+			if t.Topic != nil && !seen[*t.Topic] {
+				seen[*t.Topic] = true
 				names = append(names, *t.Topic)
 			}
 		}

@@ -4,9 +4,13 @@ package broker
 //
 // Makes this broker leader or follower of partitions. Requests from a controller
 // with an older epoch are refused (STALE_CONTROLLER_EPOCH), as are requests meant
-// for an earlier incarnation of this broker (STALE_BROKER_EPOCH, KIP-380).
+// for an earlier incarnation of this broker (STALE_BROKER_EPOCH, KIP-380), from
+// anyone but the store's controller, and partition states the store does not
+// hold (controller_check.go).
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/broker/protocol"
@@ -18,10 +22,12 @@ func init() { register(4, 0, 5, handleLeaderAndIsr) }
 func handleLeaderAndIsr(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
 	req := r.(*kmsg.LeaderAndISRRequest)
 	resp := req.ResponseKind().(*kmsg.LeaderAndISRResponse)
-	// The controller epoch is checked with the update itself (BecomeLeaderOrFollower).
-	if err := b.fenceControllerRequest(epochIf(req.GetVersion(), 2, req.BrokerEpoch), req.ControllerEpoch, false); err != nil {
-		resp.ErrorCode = errorCode(err)
-		respond(protocol.Response{Msg: resp})
+	refuse := func(err error) {
+		b.refuseControllerRequest(rc, err, resp, func(c int16) { resp.ErrorCode = c }, respond)
+	}
+	// The newest controller epoch seen is checked with the update itself (BecomeLeaderOrFollower).
+	if err := b.fenceControllerRequest(rc.ctx, req.ControllerID, req.ControllerEpoch, epochIf(req.GetVersion(), 2, req.BrokerEpoch), false); err != nil {
+		refuse(err)
 		return
 	}
 	var updates []replica.LeaderUpdate
@@ -45,11 +51,20 @@ func handleLeaderAndIsr(b *Broker, rc *reqCtx, r kmsg.Request, respond func(prot
 	for _, l := range req.LiveLeaders {
 		leaders = append(leaders, replica.Endpoint{ID: l.BrokerID, Addr: hostPort(l.Host, l.Port)})
 	}
-	errs, err := b.replicas.BecomeLeaderOrFollower(req.ControllerEpoch, updates, leaders)
+	refused, err := b.verifyLeaderAndIsr(rc.ctx, updates)
+	if err != nil {
+		refuse(err)
+		return
+	}
+	valid := slices.DeleteFunc(slices.Clone(updates), func(u replica.LeaderUpdate) bool { return refused[u.TP] != nil })
+	errs, err := b.replicas.BecomeLeaderOrFollower(req.ControllerEpoch, valid, leaders)
 	if err != nil {
 		resp.ErrorCode = errorCode(err)
 		respond(protocol.Response{Msg: resp})
 		return
+	}
+	for tp, e := range refused {
+		errs[tp] = e
 	}
 	for _, u := range updates {
 		rp := kmsg.NewLeaderAndISRResponseTopicPartition()

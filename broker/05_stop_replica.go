@@ -3,11 +3,14 @@ package broker
 // StopReplica, key 5, v0-v3 (inter-broker, sent by the controller).
 //
 // Stops following partitions (controlled shutdown of this broker, reassignment)
-// and, with delete set, removes their logs (topic deletion).
+// and, with delete set, removes their logs (topic deletion). Only the store's
+// controller is obeyed, and a log is deleted only when the store no longer
+// assigns it here (controller_check.go).
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/broker/protocol"
 	"github.com/ktoolhq/ktool/broker/replica"
 )
@@ -17,26 +20,52 @@ func init() { register(5, 0, 3, handleStopReplica) }
 func handleStopReplica(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
 	req := r.(*kmsg.StopReplicaRequest)
 	resp := req.ResponseKind().(*kmsg.StopReplicaResponse)
-	if err := b.fenceControllerRequest(epochIf(req.GetVersion(), 1, req.BrokerEpoch), req.ControllerEpoch, true); err != nil {
-		resp.ErrorCode = errorCode(err)
-		respond(protocol.Response{Msg: resp})
+	refuse := func(err error) {
+		b.refuseControllerRequest(rc, err, resp, func(c int16) { resp.ErrorCode = c }, respond)
+	}
+	if err := b.fenceControllerRequest(rc.ctx, req.ControllerID, req.ControllerEpoch, epochIf(req.GetVersion(), 1, req.BrokerEpoch), true); err != nil {
+		refuse(err)
 		return
 	}
+	topics := &topicsInStore{b: b, as: map[string]*zkdata.TopicAssignment{}}
+	var fatal error
 	stop := func(topic string, p int32, del bool) {
 		tp := replica.TP{Topic: topic, Partition: p}
+		rp := kmsg.NewStopReplicaResponsePartition()
+		rp.Topic, rp.Partition = topic, p
+		if err := validateTopicName(topic); err != nil {
+			rp.ErrorCode = errorCode(err)
+			resp.Partitions = append(resp.Partitions, rp)
+			return
+		}
+		if del {
+			refusal, err := b.verifyStopDelete(rc.ctx, topics, tp)
+			if err != nil {
+				fatal = err
+				return
+			}
+			if refusal != nil {
+				b.logger.Warn("refusing to delete a partition the store still assigns here", "partition", tp.String(), "err", refusal)
+				rp.ErrorCode = errorCode(refusal)
+				resp.Partitions = append(resp.Partitions, rp)
+				return
+			}
+		}
 		err := b.replicas.StopReplica(req.ControllerEpoch, tp, del)
 		b.onStopReplica(tp)
 		if del {
 			b.forgetTopicOverrides(topic)
 		}
-		rp := kmsg.NewStopReplicaResponsePartition()
-		rp.Topic, rp.Partition, rp.ErrorCode = topic, p, errorCode(err)
+		rp.ErrorCode = errorCode(err)
 		if err != nil {
 			b.logger.Error("stop replica", "partition", tp.String(), "delete", del, "err", err)
 		}
 		resp.Partitions = append(resp.Partitions, rp)
 	}
 	for _, t := range req.Topics {
+		if fatal != nil {
+			break
+		}
 		if req.GetVersion() >= 3 {
 			for _, ps := range t.PartitionStates {
 				stop(t.Topic, ps.Partition, ps.Delete)
@@ -50,6 +79,10 @@ func handleStopReplica(b *Broker, rc *reqCtx, r kmsg.Request, respond func(proto
 		for _, p := range t.Partitions {
 			stop(t.Topic, p, req.DeletePartitions)
 		}
+	}
+	if fatal != nil {
+		refuse(fatal)
+		return
 	}
 	respond(protocol.Response{Msg: resp})
 }

@@ -3,7 +3,9 @@ package broker
 // UpdateMetadata, key 6, v0-v7 (inter-broker, sent by the controller).
 //
 // Replaces this broker's metadata cache with the controller's view: live brokers
-// and the leader, epoch, AR, ISR and offline replicas of every partition.
+// and the leader, epoch, AR, ISR and offline replicas of every partition. Only
+// the store's controller is obeyed; brokers not registered as named are left out,
+// and a topic is dropped only once the store has (controller_check.go).
 
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -16,9 +18,15 @@ func init() { register(6, 0, 7, handleUpdateMetadata) }
 func handleUpdateMetadata(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
 	req := r.(*kmsg.UpdateMetadataRequest)
 	resp := req.ResponseKind().(*kmsg.UpdateMetadataResponse)
-	if err := b.fenceControllerRequest(epochIf(req.GetVersion(), 5, req.BrokerEpoch), req.ControllerEpoch, true); err != nil {
-		resp.ErrorCode = errorCode(err)
-		respond(protocol.Response{Msg: resp})
+	refuse := func(err error) {
+		b.refuseControllerRequest(rc, err, resp, func(c int16) { resp.ErrorCode = c }, respond)
+	}
+	if err := b.fenceControllerRequest(rc.ctx, req.ControllerID, req.ControllerEpoch, epochIf(req.GetVersion(), 5, req.BrokerEpoch), true); err != nil {
+		refuse(err)
+		return
+	}
+	if err := b.verifyUpdateMetadata(rc.ctx, req); err != nil {
+		refuse(err)
 		return
 	}
 	if deleted := b.meta.apply(req); len(deleted) > 0 {

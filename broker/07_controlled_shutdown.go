@@ -1,11 +1,14 @@
 package broker
 
-// ControlledShutdown, key 7, v1-v3 (inter-broker, sent to the controller).
+// ControlledShutdown, key 7, v2-v3 (inter-broker, sent to the controller).
 //
 // A broker about to stop asks the controller to move its leaderships to other ISR
 // members and to take it out of ISRs, so clients see only retriable errors. The
 // answer lists the partitions it still leads; the broker retries a few times
-// (controlled.shutdown.max.retries) before stopping anyway.
+// (controlled.shutdown.max.retries) before stopping anyway. The request must carry
+// the broker's epoch as the store has it (the czxid of its registration), so nobody
+// but that broker's current incarnation can shut it down; v1, without an epoch,
+// is not served.
 
 import (
 	"context"
@@ -17,7 +20,7 @@ import (
 	"github.com/ktoolhq/ktool/broker/protocol"
 )
 
-func init() { register(7, 1, 3, handleControlledShutdown) }
+func init() { register(7, 2, 3, handleControlledShutdown) }
 
 func handleControlledShutdown(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
 	req := r.(*kmsg.ControlledShutdownRequest)
@@ -31,11 +34,14 @@ func handleControlledShutdown(b *Broker, rc *reqCtx, r kmsg.Request, respond fun
 	go func() {
 		ctx, cancel := context.WithTimeout(rc.ctx, 30*time.Second)
 		defer cancel()
-		epoch := int64(-1)
-		if req.GetVersion() >= 2 {
-			epoch = req.BrokerEpoch
+		if err := b.verifyRegistration(ctx, req.BrokerID, req.BrokerEpoch); err != nil {
+			b.logger.Warn("refusing a controlled shutdown request", "broker", req.BrokerID,
+				"remote", rc.conn.RemoteAddr().String(), "err", err)
+			resp.ErrorCode = errorCode(err)
+			respond(protocol.Response{Msg: resp})
+			return
 		}
-		remaining, err := c.ControlledShutdown(ctx, req.BrokerID, epoch)
+		remaining, err := c.ControlledShutdown(ctx, req.BrokerID, req.BrokerEpoch)
 		if err != nil {
 			resp.ErrorCode = errorCode(err)
 		}

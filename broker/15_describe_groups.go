@@ -17,5 +17,8 @@ func init() { register(15, 0, 5, handleDescribeGroups) }
 
 func handleDescribeGroups(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
 	req := r.(*kmsg.DescribeGroupsRequest)
+	// A group listed many times is described once: each answer carries every
+	// member's metadata and assignment.
+	req.Groups = dedupe(req.Groups, func(g string) string { return g })
 	b.groups.DescribeGroups(rc.ctx, req, func(resp *kmsg.DescribeGroupsResponse) { respond(protocol.Response{Msg: resp}) })
 }

@@ -34,7 +34,7 @@ func handleCreateTopics(b *Broker, rc *reqCtx, r kmsg.Request, respond func(prot
 			seen[t.Topic]++
 		}
 		var created []string
-		for _, t := range req.Topics {
+		for _, t := range dedupe(req.Topics, func(t kmsg.CreateTopicsRequestTopic) string { return t.Topic }) {
 			rt := kmsg.NewCreateTopicsResponseTopic()
 			rt.Topic = t.Topic
 			rt.NumPartitions, rt.ReplicationFactor = -1, -1

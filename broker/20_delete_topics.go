@@ -10,6 +10,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -40,12 +41,24 @@ func handleDeleteTopics(b *Broker, rc *reqCtx, r kmsg.Request, respond func(prot
 			ids = append(ids, t.TopicID)
 		}
 		var deleting []string
+		dups := duplicates(names, func(n string) string { return n })
+		answered := map[string]bool{}
 		for i, name := range names {
+			if answered[name] {
+				continue
+			}
+			answered[name] = true
 			rt := kmsg.NewDeleteTopicsResponseTopic()
 			n := name
 			rt.Topic = &n
 			rt.TopicID = ids[i]
-			if err := b.markForDeletion(ctx, name); err != nil {
+			var err error
+			if dups[name] > 1 {
+				err = fmt.Errorf("%w: topic %s is listed more than once", kerr.InvalidRequest, name)
+			} else {
+				err = b.markForDeletion(ctx, name)
+			}
+			if err != nil {
 				rt.ErrorCode = errorCode(err)
 				msg := err.Error()
 				rt.ErrorMessage = &msg

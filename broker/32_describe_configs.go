@@ -28,7 +28,12 @@ const (
 func handleDescribeConfigs(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
 	req := r.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
-	for _, res := range req.Resources {
+	// A resource listed many times is described once: each answer lists every
+	// config, so repeats would multiply the response.
+	resources := dedupe(req.Resources, func(r kmsg.DescribeConfigsRequestResource) string {
+		return fmt.Sprint(r.ResourceType, "/", r.ResourceName)
+	})
+	for _, res := range resources {
 		out := kmsg.NewDescribeConfigsResponseResource()
 		out.ResourceType, out.ResourceName = res.ResourceType, res.ResourceName
 		want := func(name string) bool {

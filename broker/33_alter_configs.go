@@ -30,7 +30,11 @@ func handleAlterConfigs(b *Broker, rc *reqCtx, r kmsg.Request, respond func(prot
 	go func() {
 		ctx, cancel := context.WithTimeout(rc.ctx, 30*time.Second)
 		defer cancel()
-		for _, res := range req.Resources {
+		key := func(r kmsg.AlterConfigsRequestResource) string {
+			return fmt.Sprint(r.ResourceType, "/", r.ResourceName)
+		}
+		dups := duplicates(req.Resources, key)
+		for _, res := range dedupe(req.Resources, key) {
 			out := kmsg.NewAlterConfigsResponseResource()
 			out.ResourceType, out.ResourceName = res.ResourceType, res.ResourceName
 			m := map[string]string{}
@@ -40,6 +44,9 @@ func handleAlterConfigs(b *Broker, rc *reqCtx, r kmsg.Request, respond func(prot
 				}
 			}
 			err := b.alterConfigs(ctx, res.ResourceType, res.ResourceName, m, req.ValidateOnly)
+			if dups[key(res)] > 1 {
+				err = fmt.Errorf("%w: resource %s is listed more than once", kerr.InvalidRequest, res.ResourceName)
+			}
 			if err != nil {
 				out.ErrorCode = errorCode(err)
 				msg := err.Error()

@@ -22,21 +22,15 @@ func init() { register(35, 0, 2, handleDescribeLogDirs) }
 func handleDescribeLogDirs(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
 	req := r.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
-	want := func(tp replica.TP) bool {
-		if req.Topics == nil {
-			return true
+	// A set, so a long (or repetitive) list costs its length, not its length
+	// times the hosted partitions.
+	wanted := map[replica.TP]bool{}
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			wanted[replica.TP{Topic: t.Topic, Partition: p}] = true
 		}
-		for _, t := range req.Topics {
-			if t.Topic == tp.Topic {
-				for _, p := range t.Partitions {
-					if p == tp.Partition {
-						return true
-					}
-				}
-			}
-		}
-		return false
 	}
+	want := func(tp replica.TP) bool { return req.Topics == nil || wanted[tp] }
 	for _, dir := range b.cfg.Settings().LogDirs() {
 		d := kmsg.NewDescribeLogDirsResponseDir()
 		d.Dir = dir

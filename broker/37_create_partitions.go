@@ -29,10 +29,17 @@ func handleCreatePartitions(b *Broker, rc *reqCtx, r kmsg.Request, respond func(
 		ctx, cancel := context.WithTimeout(rc.ctx, max(adminTimeout(req.TimeoutMillis), 1))
 		defer cancel()
 		var grown []string
-		for _, t := range req.Topics {
+		dups := duplicates(req.Topics, func(t kmsg.CreatePartitionsRequestTopic) string { return t.Topic })
+		for _, t := range dedupe(req.Topics, func(t kmsg.CreatePartitionsRequestTopic) string { return t.Topic }) {
 			rt := kmsg.NewCreatePartitionsResponseTopic()
 			rt.Topic = t.Topic
-			if err := b.addPartitions(ctx, t, req.ValidateOnly); err != nil {
+			var err error
+			if dups[t.Topic] > 1 {
+				err = fmt.Errorf("%w: topic %s is listed more than once", kerr.InvalidRequest, t.Topic)
+			} else {
+				err = b.addPartitions(ctx, t, req.ValidateOnly)
+			}
+			if err != nil {
 				rt.ErrorCode = errorCode(err)
 				msg := err.Error()
 				rt.ErrorMessage = &msg
@@ -47,6 +54,9 @@ func handleCreatePartitions(b *Broker, rc *reqCtx, r kmsg.Request, respond func(
 }
 
 func (b *Broker) addPartitions(ctx context.Context, t kmsg.CreatePartitionsRequestTopic, validateOnly bool) error {
+	if err := validateTopicName(t.Topic); err != nil {
+		return err
+	}
 	s := b.Store()
 	data, st, err := s.Get(ctx, zkdata.TopicPath(t.Topic))
 	if errors.Is(err, coord.ErrNoNode) {
@@ -66,6 +76,11 @@ func (b *Broker) addPartitions(ctx context.Context, t kmsg.CreatePartitionsReque
 	rf := len(a.Partitions[0])
 	add := int(t.Count - cur)
 	live := b.liveBrokerIDs()
+	if len(t.Assignment) == 0 {
+		if err := b.checkPartitionLimits(int64(add), int64(rf), live, nil); err != nil {
+			return err
+		}
+	}
 	var extra map[int32][]int32
 	if len(t.Assignment) > 0 {
 		if len(t.Assignment) != add {
@@ -82,6 +97,9 @@ func (b *Broker) addPartitions(ctx context.Context, t kmsg.CreatePartitionsReque
 				}
 			}
 			extra[cur+int32(i)] = as.Replicas
+		}
+		if err := b.checkPartitionLimits(int64(add), int64(rf), live, extra); err != nil {
+			return err
 		}
 	} else {
 		// Continue the spread from the existing first replica of partition 0, as Kafka does.

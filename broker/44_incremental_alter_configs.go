@@ -28,10 +28,19 @@ func handleIncrementalAlterConfigs(b *Broker, rc *reqCtx, r kmsg.Request, respon
 	go func() {
 		ctx, cancel := context.WithTimeout(rc.ctx, 30*time.Second)
 		defer cancel()
-		for _, res := range req.Resources {
+		key := func(r kmsg.IncrementalAlterConfigsRequestResource) string {
+			return fmt.Sprint(r.ResourceType, "/", r.ResourceName)
+		}
+		dups := duplicates(req.Resources, key)
+		for _, res := range dedupe(req.Resources, key) {
 			out := kmsg.NewIncrementalAlterConfigsResponseResource()
 			out.ResourceType, out.ResourceName = res.ResourceType, res.ResourceName
-			err := b.incrementalAlter(ctx, res, req.ValidateOnly)
+			var err error
+			if dups[key(res)] > 1 {
+				err = fmt.Errorf("%w: resource %s is listed more than once", kerr.InvalidRequest, res.ResourceName)
+			} else {
+				err = b.incrementalAlter(ctx, res, req.ValidateOnly)
+			}
 			if err != nil {
 				out.ErrorCode = errorCode(err)
 				msg := err.Error()

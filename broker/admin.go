@@ -59,6 +59,12 @@ func (b *Broker) planTopic(spec *topicSpec) error {
 		return fmt.Errorf("%w: %v", kerr.InvalidConfig, err)
 	}
 	live := b.liveBrokerIDs()
+	if spec.Partitions < -1 {
+		return fmt.Errorf("%w: number of partitions must be larger than 0 (or -1 for num.partitions)", kerr.InvalidPartitions)
+	}
+	if spec.ReplicationFactor < -1 {
+		return fmt.Errorf("%w: replication factor must be larger than 0 (or -1 for default.replication.factor)", kerr.InvalidReplicationFactor)
+	}
 	if len(spec.Assignment) > 0 {
 		if spec.Partitions > 0 || spec.ReplicationFactor > 0 {
 			return fmt.Errorf("%w: give either an assignment or partitions and replication factor", kerr.InvalidRequest)
@@ -87,7 +93,7 @@ func (b *Broker) planTopic(spec *topicSpec) error {
 				seen[id] = true
 			}
 		}
-		return nil
+		return b.checkPartitionLimits(int64(len(spec.Assignment)), int64(n), live, spec.Assignment)
 	}
 	if spec.Partitions < 0 {
 		spec.Partitions = b.cfg.Settings().NumPartitions
@@ -104,6 +110,9 @@ func (b *Broker) planTopic(spec *topicSpec) error {
 	if int(spec.ReplicationFactor) > len(live) {
 		return fmt.Errorf("%w: replication factor: %d larger than available brokers: %d",
 			kerr.InvalidReplicationFactor, spec.ReplicationFactor, len(live))
+	}
+	if err := b.checkPartitionLimits(int64(spec.Partitions), int64(spec.ReplicationFactor), live, nil); err != nil {
+		return err
 	}
 	a, err := controller.AssignReplicas(live, int(spec.Partitions), int(spec.ReplicationFactor), 0, -1)
 	if err != nil {
@@ -426,6 +435,12 @@ func (b *Broker) watchConfigChanges(s coord.Store) {
 
 // writeConfig stores an entity's overrides and notifies every broker.
 func (b *Broker) writeConfig(ctx context.Context, kind, name string, m map[string]string) error {
+	if kind == zkdata.ConfigTypeTopic {
+		// The name becomes a znode: checked where the path is built.
+		if err := validateTopicName(name); err != nil {
+			return err
+		}
+	}
 	s := b.Store()
 	path := zkdata.ConfigEntityPath(kind, name)
 	if _, err := s.Set(ctx, path, zkdata.EncodeConfig(m), -1); errors.Is(err, coord.ErrNoNode) {

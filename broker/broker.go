@@ -73,6 +73,7 @@ type Broker struct {
 	pids     producerIDs
 
 	fetchMaxBytes int32
+	ctrlSeen      verifiedController
 
 	ready     chan struct{}
 	readyOnce sync.Once

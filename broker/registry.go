@@ -5,7 +5,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/broker/auth"
@@ -118,26 +117,4 @@ func (b *Broker) awaitReady(ctx context.Context) {
 	case <-ctx.Done():
 	case <-t.C:
 	}
-}
-
-// fenceControllerRequest refuses a controller request meant for an earlier
-// incarnation of this broker (a stale broker epoch, KIP-380) or, when
-// checkController, sent by a controller that has been replaced. brokerEpoch is
-// -1 for request versions without one.
-func (b *Broker) fenceControllerRequest(brokerEpoch int64, controllerEpoch int32, checkController bool) error {
-	if brokerEpoch >= 0 && brokerEpoch < b.brokerEpoch() {
-		return kerr.StaleBrokerEpoch
-	}
-	if checkController {
-		return b.replicas.CheckControllerEpoch(controllerEpoch)
-	}
-	return nil
-}
-
-// epochIf is the request's broker epoch when its version carries one, else -1.
-func epochIf(version, since int16, epoch int64) int64 {
-	if version < since {
-		return -1
-	}
-	return epoch
 }

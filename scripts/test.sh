@@ -27,7 +27,7 @@ if [ -z "$zk_jar" ]; then
   fi
 fi
 
-# Headless Chromium for the browser tests of `ktool ui` (tools/ui); without it
+# Headless Chromium for the browser tests of `ktool ui` (test/ui); without it
 # they skip, loudly, and fail when CI=true.
 if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

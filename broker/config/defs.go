@@ -146,8 +146,8 @@ var BrokerDefs = []Def{
 	{Name: "queued.max.requests", Type: Int, Default: "500", Doc: "requests handled at once across all connections", Valid: atLeast(1)},
 	// KIP-578's names. Kafka has no default bound; ours refuses requests whose
 	// assignment alone would exhaust memory (2^31-1 partitions).
-	{Name: "max.partitions", Type: Int, Default: "2147483647", Ignored: true, Doc: "partitions in the cluster (KIP-578); accepted and ignored (not enforced yet)", Valid: atLeast(1)},
-	{Name: "max.broker.partitions", Type: Int, Default: "100000", Ignored: true, Doc: "partition replicas per broker (KIP-578); accepted and ignored (not enforced yet)", Valid: atLeast(1)},
+	{Name: "max.partitions", Type: Int, Default: "2147483647", Doc: "partitions in the cluster (KIP-578); creations beyond it fail with POLICY_VIOLATION", Valid: atLeast(1)},
+	{Name: "max.broker.partitions", Type: Int, Default: "100000", Doc: "partition replicas per broker (KIP-578); creations beyond it fail with POLICY_VIOLATION", Valid: atLeast(1)},
 	{Name: "message.max.bytes", Type: Int, Default: "1048588", Dynamic: true, Doc: "largest record batch accepted", Valid: atLeast(0)},
 	{Name: "request.timeout.ms", Type: Int, Default: "30000", Ignored: true, Doc: "timeout of inter-broker requests; accepted and ignored (controller requests use controller.socket.timeout.ms)"},
 	{Name: "log.segment.bytes", Type: Int, Default: "1073741824", Dynamic: true, Doc: "segment size", Valid: atLeast(14)},

@@ -49,6 +49,8 @@ type Settings struct {
 	DefaultReplicationFactor int32 `config:"default.replication.factor"`
 	AutoCreateTopics         bool  `config:"auto.create.topics.enable"`
 	DeleteTopicEnable        bool  `config:"delete.topic.enable"`
+	MaxPartitions            int64 `config:"max.partitions"`
+	MaxBrokerPartitions      int64 `config:"max.broker.partitions"`
 
 	AutoLeaderRebalance        bool          `config:"auto.leader.rebalance.enable"`
 	LeaderImbalancePercentage  int           `config:"leader.imbalance.per.broker.percentage"`

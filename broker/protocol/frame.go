@@ -37,8 +37,9 @@ func readSize(r io.Reader, limit int32, what string) (int, error) {
 }
 
 // eagerFrame is the largest frame whose buffer is allocated before its bytes
-// arrive; a larger one grows as data comes in, so a connection that announces
-// 100 MiB and sends nothing holds 1 MiB, not 100.
+// arrive; a larger one is read in chunks of this size as data comes in, so a
+// connection that announces 100 MiB and sends half holds 50 MiB (not 100, nor
+// the 64 + 32 + 16... a doubling buffer leaves behind).
 const eagerFrame = 1 << 20
 
 func readBody(r io.Reader, n int) ([]byte, error) {
@@ -49,18 +50,22 @@ func readBody(r io.Reader, n int) ([]byte, error) {
 		}
 		return buf, nil
 	}
-	buf := make([]byte, 0, eagerFrame)
-	for len(buf) < n {
-		if len(buf) == cap(buf) {
-			next := make([]byte, len(buf), min(n, 2*cap(buf)))
-			copy(next, buf)
-			buf = next
-		}
-		m, err := io.ReadFull(r, buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+m]
-		if err != nil {
+	var chunks [][]byte
+	for left := n; left > 0; {
+		c := make([]byte, min(left, eagerFrame))
+		if _, err := io.ReadFull(r, c); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
 			return nil, err
 		}
+		chunks = append(chunks, c)
+		left -= len(c)
+	}
+	buf := make([]byte, 0, n)
+	for i, c := range chunks {
+		buf = append(buf, c...)
+		chunks[i] = nil
 	}
 	return buf, nil
 }

@@ -19,10 +19,14 @@ type Limits struct {
 	MaxConnectionsPerIPOverrides map[string]int
 	// QueuedMaxRequestBytes (queued.max.request.bytes) is the broker-wide budget of
 	// request bytes read but not yet answered. A frame reserves its declared size
-	// before its body is read, so a connection waits (unread, its bytes left in the
-	// kernel) until the budget has room; a frame larger than the whole budget waits
-	// until nothing else is reserved.
+	// cost (RequestCost) before its body is read, so a connection waits (unread,
+	// its bytes left in the kernel) until the budget has room. Frames of up to
+	// 32 KiB reserve nothing, so a full budget never stops small requests.
 	QueuedMaxRequestBytes int64
+	// RequestCost is what a frame of size bytes for API key reserves in the
+	// budget: what decoding and answering it may hold, not only its bytes. Nil
+	// means size. A frame costing more than the whole budget closes the connection.
+	RequestCost func(key int16, size int) int64
 	// QueuedMaxRequests (queued.max.requests) bounds the requests being handled at once.
 	QueuedMaxRequests int
 	// MaxPreAuthRequestSize (sasl.server.max.receive.size) is the largest frame a
@@ -60,7 +64,7 @@ func (b *byteBudget) acquire(ctx context.Context, stop <-chan struct{}, n int64)
 	}
 	for {
 		b.mu.Lock()
-		if b.used+n <= b.limit || b.used == 0 {
+		if b.used+n <= b.limit {
 			b.used += n
 			b.mu.Unlock()
 			return true

@@ -133,7 +133,8 @@ func TestConnectionLimits(t *testing.T) {
 }
 
 // TestByteBudgetHoldsFramesBack: a frame that does not fit queued.max.request.bytes
-// is not read (nor handled) until the frame holding the budget is answered.
+// is not read (nor handled) until the frame holding the budget is answered, while
+// small frames are still served.
 func TestByteBudgetHoldsFramesBack(t *testing.T) {
 	var handled atomic.Int32
 	release := make(chan struct{})
@@ -171,11 +172,42 @@ func TestByteBudgetHoldsFramesBack(t *testing.T) {
 	if n := handled.Load(); n != 1 {
 		t.Fatalf("%d requests handled, want 1 while the budget is held", n)
 	}
+	// Small requests skip the budget: a client with a heartbeat is not stalled.
+	dial(t, addr).roundTrip(3)
 	close(release)
 	if corr, _, err := a.read(5 * time.Second); err != nil || corr != 1 {
 		t.Fatalf("first: %d, %v", corr, err)
 	}
 	if corr, _, err := b.read(5 * time.Second); err != nil || corr != 2 {
 		t.Fatalf("second after release: %d, %v", corr, err)
+	}
+}
+
+// TestRequestCostOverBudgetCloses: a frame whose cost (RequestCost) exceeds the
+// whole budget is refused before its body is read; a cheaper one is served.
+func TestRequestCostOverBudgetCloses(t *testing.T) {
+	srv := &protocol.Server{Handler: answering(), Limits: protocol.Limits{
+		QueuedMaxRequestBytes: 1 << 20,
+		RequestCost: func(key int16, size int) int64 {
+			if key == 0 {
+				return int64(size)
+			}
+			return 16 * int64(size)
+		},
+	}}
+	addr := serve(t, srv)
+	padded := func(corr int32) []byte {
+		m := metadata()
+		for range 5 {
+			m.Topics = append(m.Topics, kmsg.MetadataRequestTopic{Topic: kmsg.StringPtr(string(make([]byte, 20000)))})
+		}
+		return frame(m, corr)
+	}
+	c := dial(t, addr)
+	c.write(padded(1)) // ~100 KB, costing 1.6 MB
+	c.expectClosed()
+	dial(t, addr).roundTrip(2)
+	if n := srv.InFlightBytes(); n != 0 {
+		t.Fatalf("%d bytes still reserved", n)
 	}
 }

@@ -3,6 +3,7 @@ package protocol
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -306,6 +307,9 @@ func (c *Conn) readLoop() {
 	}
 }
 
+// smallFrame is the largest frame read without a queued.max.request.bytes reservation.
+const smallFrame = 32 << 10
+
 // errIdle ends a connection that sent nothing for connections.max.idle.ms.
 var errIdle = errors.New("idle for connections.max.idle.ms")
 
@@ -328,7 +332,25 @@ func (c *Conn) readFrame(br *bufio.Reader, limit int32, what string) ([]byte, in
 	if err != nil {
 		return nil, 0, stalled(err, c.srv.IdleTimeout)
 	}
-	reserved := int64(n)
+	reserved, key := int64(n), int16(-1)
+	if cost := c.srv.Limits.RequestCost; cost != nil && n >= 2 {
+		k, err := br.Peek(2)
+		if err != nil {
+			return nil, 0, stalled(err, c.srv.IdleTimeout)
+		}
+		key = int16(binary.BigEndian.Uint16(k))
+		reserved = cost(key, n)
+	}
+	if n <= smallFrame {
+		// Small frames (heartbeats, commits, most metadata and fetch requests)
+		// skip the budget, so frames holding it cannot stall every client; they
+		// stay bounded by one frame per connection and queued.max.requests.
+		reserved = 0
+	}
+	if b := c.srv.budget; b != nil && reserved > b.limit {
+		return nil, 0, fmt.Errorf("%w: a %d-byte %s request may hold %d bytes, more than queued.max.request.bytes (%d)",
+			ErrFrameTooLarge, n, kmsg.NameForKey(key), reserved, b.limit)
+	}
 	if !c.srv.budget.acquire(c.ctx, c.srv.draining, reserved) {
 		return nil, 0, net.ErrClosed
 	}

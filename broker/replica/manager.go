@@ -302,8 +302,11 @@ func (m *Manager) apply(u LeaderUpdate, addrs map[int32]string) error {
 	}
 	p := m.Get(u.TP)
 	if p == nil {
-		var err error
-		p, err = m.open(u.TP, filepath.Join(m.pickDir(), u.TP.String()))
+		dir, err := partitionDir(m.pickDir(), u.TP)
+		if err != nil {
+			return err
+		}
+		p, err = m.open(u.TP, dir)
 		if err != nil {
 			m.logger.Error("creating partition", "partition", u.TP.String(), "err", err)
 			return kerr.KafkaStorageError

@@ -1,19 +1,13 @@
 package chaos
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/ktoolhq/ktool/internal/brokerproc"
 	"github.com/ktoolhq/ktool/internal/zktest"
 )
 
@@ -29,12 +24,12 @@ import (
 // for the old ZooKeeper session to expire first (up to the session timeout).
 const readyTimeout = 90 * time.Second
 
-// cluster is a set of `ktool broker start` processes sharing one ZooKeeper
-// chroot. Each broker keeps its port and log dir across restarts; its stdout
-// and stderr go to one file per broker, appended across restarts.
+// cluster is a set of `ktool broker start` processes (internal/brokerproc)
+// sharing one ZooKeeper chroot, each through its own proxy. Each broker keeps
+// its port and log dir across restarts; its stdout and stderr go to one file
+// per broker, appended across restarts.
 type cluster struct {
 	t         *testing.T
-	bin       string
 	zk        string
 	dir       string
 	overrides []string
@@ -42,18 +37,10 @@ type cluster struct {
 	chroot  string
 	zkProxy map[int32]*zkProxy // each broker reaches ZooKeeper through its own proxy
 
-	mu      sync.Mutex
-	ports   map[int32]int
-	procs   map[int32]*brokerProc
-	clients map[int32]*kgo.Client
-}
+	brokers map[int32]*brokerproc.Broker
 
-// brokerProc is one run of a broker process.
-type brokerProc struct {
-	cmd   *exec.Cmd
-	ready chan struct{}
-	done  chan struct{}
-	err   error
+	mu      sync.Mutex
+	clients map[int32]*kgo.Client
 }
 
 // brokerOverrides are the settings every chaos cluster runs with: quick
@@ -79,29 +66,37 @@ func newCluster(t *testing.T, n int, chroot string, extra ...string) *cluster {
 	zks := zktest.Start(t)
 	c := &cluster{
 		t:         t,
-		bin:       bin,
 		zk:        zks.Addr() + chroot,
 		dir:       t.TempDir(),
 		overrides: append(brokerOverrides(), extra...),
 		chroot:    chroot,
 		zkProxy:   map[int32]*zkProxy{},
-		ports:     map[int32]int{},
-		procs:     map[int32]*brokerProc{},
+		brokers:   map[int32]*brokerproc.Broker{},
 		clients:   map[int32]*kgo.Client{},
 	}
 	t.Cleanup(c.close)
+	ports := map[int]bool{}
 	for id := int32(1); id <= int32(n); id++ {
-		port, err := freePort()
+		port, err := brokerproc.FreePort()
+		for err == nil && ports[port] {
+			port, err = brokerproc.FreePort()
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.ports[id] = port
+		ports[port] = true
 		px, err := newZkProxy(zks.Addr())
 		if err != nil {
 			t.Fatal(err)
 		}
 		c.zkProxy[id] = px
 		t.Cleanup(px.close)
+		b, err := brokerproc.New(brokerproc.Spec{Bin: bin, ID: id, Port: port, Dir: c.logDir(id),
+			ZooKeeper: px.addr() + chroot, Overrides: c.overrides, LogFile: c.logPath(id), ReadyTimeout: readyTimeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.brokers[id] = b
 	}
 	for id := int32(1); id <= int32(n); id++ {
 		c.start(id)
@@ -112,29 +107,10 @@ func newCluster(t *testing.T, n int, chroot string, extra ...string) *cluster {
 	return c
 }
 
-// freePort finds a port on 127.0.0.1 below Linux's ephemeral range (32768
-// and up), so that no outgoing connection takes it while its broker is down
-// between a kill and a restart.
-func freePort() (int, error) {
-	var err error
-	for range 100 {
-		port := 20000 + rand.IntN(12768)
-		var l net.Listener
-		l, err = net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err == nil {
-			l.Close()
-			return port, nil
-		}
-	}
-	return 0, fmt.Errorf("no free port below 32768: %w", err)
-}
-
 // ids lists the broker ids, sorted.
 func (c *cluster) ids() []int32 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ids := make([]int32, 0, len(c.ports))
-	for id := range c.ports {
+	ids := make([]int32, 0, len(c.brokers))
+	for id := range c.brokers {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
@@ -150,11 +126,7 @@ func (c *cluster) addrs() []string {
 	return out
 }
 
-func (c *cluster) addr(id int32) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(c.ports[id]))
-}
+func (c *cluster) addr(id int32) string { return c.brokers[id].Addr() }
 
 // logDir is broker id's log.dirs.
 func (c *cluster) logDir(id int32) string {
@@ -168,85 +140,9 @@ func (c *cluster) logPath(id int32) string {
 // start launches broker id without waiting for it to be ready.
 func (c *cluster) start(id int32) {
 	c.t.Helper()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if p := c.procs[id]; p != nil && !p.exited() {
-		c.t.Fatalf("broker %d is already running", id)
-	}
-	if err := os.MkdirAll(c.logDir(id), 0o755); err != nil {
+	if err := c.brokers[id].Launch(); err != nil {
 		c.t.Fatal(err)
 	}
-	logf, err := os.OpenFile(c.logPath(id), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer logf.Close()
-	fmt.Fprintf(logf, "=== chaos: starting broker %d at %s\n", id, time.Now().UTC().Format(time.RFC3339Nano))
-	args := []string{"broker", "start",
-		"--broker-id", strconv.Itoa(int(id)),
-		"--listeners", "PLAINTEXT://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(c.ports[id])),
-		"--log-dirs", c.logDir(id),
-		"--zookeeper", c.zkProxy[id].addr() + c.chroot,
-	}
-	for _, o := range c.overrides {
-		args = append(args, "--override", o)
-	}
-	// Our own pipe rather than StdoutPipe: Wait must not depend on reading
-	// stdout to its end.
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	cmd := exec.Command(c.bin, args...)
-	cmd.Stdout = pw
-	cmd.Stderr = logf
-	cmd.SysProcAttr = brokerProcAttr()
-	if err := cmd.Start(); err != nil {
-		pr.Close()
-		pw.Close()
-		c.t.Fatalf("start broker %d: %v", id, err)
-	}
-	pw.Close()
-	p := &brokerProc{cmd: cmd, ready: make(chan struct{}), done: make(chan struct{})}
-	c.procs[id] = p
-	outf, err := os.OpenFile(c.logPath(id), os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	readyLine := fmt.Sprintf("ktool broker %d ready:", id)
-	go func() {
-		defer pr.Close()
-		defer outf.Close()
-		sc := bufio.NewScanner(pr)
-		signalled := false
-		for sc.Scan() {
-			line := sc.Text()
-			fmt.Fprintf(outf, "stdout: %s\n", line)
-			if !signalled && strings.HasPrefix(line, readyLine) {
-				signalled = true
-				close(p.ready)
-			}
-		}
-	}()
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-}
-
-func (p *brokerProc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func (c *cluster) proc(id int32) *brokerProc {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.procs[id]
 }
 
 // waitReady waits until broker id printed its ready line.
@@ -257,56 +153,41 @@ func (c *cluster) waitReady(id int32) {
 	}
 }
 
-func (c *cluster) awaitReady(id int32) error {
-	p := c.proc(id)
-	if p == nil {
-		return fmt.Errorf("broker %d was never started", id)
+func (c *cluster) awaitReady(id int32) error { return c.brokers[id].WaitReady() }
+
+// running returns broker id, failing the test unless it is running.
+func (c *cluster) running(id int32) *brokerproc.Broker {
+	c.t.Helper()
+	b := c.brokers[id]
+	if !b.Running() {
+		c.t.Fatalf("broker %d is not running", id)
 	}
-	timer := time.NewTimer(readyTimeout)
-	defer timer.Stop()
-	select {
-	case <-p.ready:
-		return nil
-	case <-p.done:
-		return fmt.Errorf("broker %d exited before it was ready (%v); log tail:\n%s", id, p.err, c.logTail(id, 40))
-	case <-timer.C:
-		return fmt.Errorf("broker %d not ready after %v; log tail:\n%s", id, readyTimeout, c.logTail(id, 40))
-	}
+	return b
 }
 
 // kill sends SIGKILL to broker id and waits for the process to die.
 func (c *cluster) kill(id int32) {
 	c.t.Helper()
-	p := c.proc(id)
-	if p == nil || p.exited() {
-		c.t.Fatalf("broker %d is not running", id)
+	if err := c.running(id).Kill(); err != nil {
+		c.t.Fatal(err)
 	}
-	c.note(id, "SIGKILL")
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
 }
 
 // pause freezes broker id with SIGSTOP: its connections stay open but
 // nothing is read, and its ZooKeeper session expires.
 func (c *cluster) pause(id int32) {
 	c.t.Helper()
-	p := c.proc(id)
-	if p == nil || p.exited() {
-		c.t.Fatalf("broker %d is not running", id)
+	if err := c.running(id).Pause(); err != nil {
+		c.t.Fatal(err)
 	}
-	c.note(id, "SIGSTOP")
-	_ = p.cmd.Process.Signal(syscall.SIGSTOP)
 }
 
 // resume lets a paused broker id run again with SIGCONT.
 func (c *cluster) resume(id int32) {
 	c.t.Helper()
-	p := c.proc(id)
-	if p == nil || p.exited() {
-		c.t.Fatalf("broker %d is not running", id)
+	if err := c.running(id).Resume(); err != nil {
+		c.t.Fatal(err)
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGCONT)
-	c.note(id, "SIGCONT")
 }
 
 // cutZK cuts broker id from ZooKeeper (and from nothing else) in mode m:
@@ -319,51 +200,20 @@ func (c *cluster) cutZK(id int32, m proxyMode) {
 // terminate sends SIGTERM to broker id and waits up to timeout for it to
 // exit, returning its exit error (nil for a clean exit).
 func (c *cluster) terminate(id int32, timeout time.Duration) error {
-	p := c.proc(id)
-	if p == nil || p.exited() {
-		return fmt.Errorf("broker %d is not running", id)
-	}
-	c.note(id, "SIGTERM")
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case <-p.done:
-		return p.err
-	case <-timer.C:
-		return fmt.Errorf("broker %d still running %v after SIGTERM", id, timeout)
-	}
+	return c.brokers[id].Terminate(timeout)
 }
 
 // note marks an event in broker id's log file, to line up the log with the
 // test's actions.
-func (c *cluster) note(id int32, what string) {
-	f, err := os.OpenFile(c.logPath(id), os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	fmt.Fprintf(f, "=== chaos: %s broker %d at %s\n", what, id, time.Now().UTC().Format(time.RFC3339Nano))
-}
+func (c *cluster) note(id int32, what string) { c.brokers[id].Note(what) }
 
 // logTail is the last n lines of broker id's log.
-func (c *cluster) logTail(id int32, n int) string {
-	b, err := os.ReadFile(c.logPath(id))
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+func (c *cluster) logTail(id int32, n int) string { return c.brokers[id].Tail(n) }
 
 func (c *cluster) close() {
 	for _, id := range c.ids() {
-		if p := c.proc(id); p != nil && !p.exited() {
-			_ = p.cmd.Process.Signal(syscall.SIGKILL)
-			<-p.done
+		if b := c.brokers[id]; b.Running() {
+			_ = b.Kill()
 		}
 	}
 	if c.t.Failed() {

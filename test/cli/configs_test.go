@@ -46,9 +46,14 @@ func TestConfigsLive(t *testing.T) {
 
 	alter("broker", "--default", "--set", "log.retention.bytes=123456789")
 	alter("broker", "1", "--set", "log.retention.bytes=987654321")
-	if d := describe("broker", "--default"); len(d.Configs) != 1 || d.Configs[0].Source != "DYNAMIC_DEFAULT_BROKER_CONFIG" {
-		t.Errorf("cluster default: %+v", d.Configs)
-	}
+	// Any broker answers for the default; each learns the dynamic configs from
+	// ZooKeeper's change notifications a moment after the write.
+	brokertest.Eventually(t, 10*time.Second, func() error {
+		if d := describe("broker", "--default"); len(d.Configs) != 1 || d.Configs[0].Source != "DYNAMIC_DEFAULT_BROKER_CONFIG" {
+			return errorf("cluster default: %+v", d.Configs)
+		}
+		return nil
+	})
 	// Every broker learns the dynamic configs from ZooKeeper's change
 	// notifications; broker 1's own value wins over the default.
 	brokertest.Eventually(t, 10*time.Second, func() error {

@@ -16,6 +16,7 @@ import (
 	"github.com/ktoolhq/ktool/tools/cmdutil"
 	"github.com/ktoolhq/ktool/tools/controller"
 	"github.com/ktoolhq/ktool/tools/election"
+	"github.com/ktoolhq/ktool/tools/replicastate"
 	"github.com/ktoolhq/ktool/tools/topic"
 )
 
@@ -145,7 +146,7 @@ func replay(t *testing.T, c *brokertest.Cluster, k ktool) {
 	// 1.4 and 1.5.1: kill broker 0. It leaves every ISR, so OSR shows it;
 	// the partition it led gets a new leader from the ISR; health exits 3.
 	const dead = int32(0)
-	led := slices.IndexFunc(start.Partitions, func(p topic.Partition) bool { return p.Leader == dead })
+	led := slices.IndexFunc(start.Partitions, func(p replicastate.Partition) bool { return p.Leader == dead })
 	c.Kill(dead)
 	brokertest.Eventually(t, 20*time.Second, func() error {
 		tp, err := k.describe()

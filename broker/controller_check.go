@@ -1,0 +1,420 @@
+package broker
+
+// Checks of the controller's requests (LeaderAndIsr, StopReplica, UpdateMetadata)
+// against the coordination store. Anyone who can reach a listener can send these
+// APIs, so their sender and content are believed only when the store agrees:
+//
+//   - the controller id and epoch must be those of /controller and
+//     /controller_epoch; a higher epoch than the store's fences nobody;
+//   - the broker epoch must be this broker's registration (KIP-380);
+//   - LeaderAndIsr partition states must match the partition state znodes (leader,
+//     leader epoch) and the assignment (replicas, so the ISR names only assigned
+//     replicas);
+//   - StopReplica deletes a log only of a topic being deleted, gone, or no longer
+//     assigned to this broker;
+//   - UpdateMetadata keeps only registered brokers at their registered endpoints,
+//     and drops a topic only once the store has dropped it (or is deleting it).
+//
+// A store that cannot be read makes the check fail with errStoreUnavailable; the
+// handler then closes the connection without answering, so the controller's
+// sender retries instead of taking a refusal for an answer.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ktoolhq/ktool/broker/coord"
+	"github.com/ktoolhq/ktool/broker/coord/zkdata"
+	"github.com/ktoolhq/ktool/broker/protocol"
+	"github.com/ktoolhq/ktool/broker/replica"
+)
+
+var errStoreUnavailable = errors.New("the coordination store could not be read to check a controller request")
+
+// controllerLag is how long a controller epoch above the store's is re-read before
+// it is refused: the broker's session may lag the controller's write a little.
+const controllerLag = time.Second
+
+// verifiedController caches the last controller id and epoch the store confirmed.
+type verifiedController struct {
+	mu    sync.Mutex
+	id    int32
+	epoch int32
+	ok    bool
+}
+
+// fenceControllerRequest is the common gate of the three controller APIs: the
+// sender must be the store's controller at the store's epoch, the request meant
+// for this incarnation of the broker (brokerEpoch is -1 for versions without
+// one) and, when checkController, not older than the newest controller seen.
+func (b *Broker) fenceControllerRequest(ctx context.Context, controllerID, controllerEpoch int32, brokerEpoch int64, checkController bool) error {
+	if err := b.verifyController(ctx, controllerID, controllerEpoch); err != nil {
+		return err
+	}
+	if err := b.verifyBrokerEpoch(ctx, brokerEpoch); err != nil {
+		return err
+	}
+	if checkController {
+		return b.replicas.CheckControllerEpoch(controllerEpoch)
+	}
+	return nil
+}
+
+// refuseControllerRequest answers a request that failed its check: with the
+// error, or, when the store could not be read, by closing the connection so the
+// controller retries.
+func (b *Broker) refuseControllerRequest(rc *reqCtx, err error, resp kmsg.Response, setCode func(int16), respond func(protocol.Response)) {
+	if errors.Is(err, errStoreUnavailable) {
+		b.logger.Warn("cannot check a controller request; closing its connection so it is retried", "err", err)
+		rc.conn.Close()
+		respond(protocol.Response{None: true})
+		return
+	}
+	b.logger.Warn("refusing a controller request", "api", kmsg.NameForKey(rc.header.Key),
+		"remote", rc.conn.RemoteAddr().String(), "err", err)
+	setCode(errorCode(err))
+	respond(protocol.Response{Msg: resp})
+}
+
+// epochIf is the request's broker epoch when its version carries one, else -1.
+func epochIf(version, since int16, epoch int64) int64 {
+	if version < since {
+		return -1
+	}
+	return epoch
+}
+
+func (b *Broker) verifyController(ctx context.Context, id, epoch int32) error {
+	v := &b.ctrlSeen
+	v.mu.Lock()
+	known := v.ok && v.id == id && v.epoch == epoch
+	v.mu.Unlock()
+	if known {
+		return nil
+	}
+	deadline := time.Now().Add(controllerLag)
+	for {
+		sid, sepoch, err := b.storeController(ctx)
+		if err != nil {
+			return err
+		}
+		switch {
+		case epoch < sepoch:
+			return fmt.Errorf("%w: controller epoch %d is older than the store's %d", kerr.StaleControllerEpoch, epoch, sepoch)
+		case epoch == sepoch && id == sid:
+			v.mu.Lock()
+			v.id, v.epoch, v.ok = id, epoch, true
+			v.mu.Unlock()
+			return nil
+		case epoch == sepoch:
+			return fmt.Errorf("%w: controller epoch %d belongs to broker %d, not %d", kerr.StaleControllerEpoch, epoch, sid, id)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: controller epoch %d is above the store's %d", kerr.StaleControllerEpoch, epoch, sepoch)
+		}
+		select {
+		case <-ctx.Done():
+			return errStoreUnavailable
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// storeController reads /controller_epoch, then /controller: the epoch is written
+// after /controller is created, so the controller read is at least as new.
+// No /controller is controller -1.
+func (b *Broker) storeController(ctx context.Context) (int32, int32, error) {
+	s := b.Store()
+	data, _, err := s.Get(ctx, zkdata.ControllerEpochPath)
+	if errors.Is(err, coord.ErrNoNode) {
+		return -1, 0, nil
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: %v", errStoreUnavailable, err)
+	}
+	epoch, err := zkdata.DecodeControllerEpoch(data)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: %v", errStoreUnavailable, err)
+	}
+	data, _, err = s.Get(ctx, zkdata.ControllerPath)
+	if errors.Is(err, coord.ErrNoNode) {
+		return -1, epoch, nil
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: %v", errStoreUnavailable, err)
+	}
+	ci, err := zkdata.DecodeController(data)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: %v", errStoreUnavailable, err)
+	}
+	return ci.BrokerID, epoch, nil
+}
+
+// verifyBrokerEpoch refuses a request for another incarnation of this broker. An
+// epoch above the one recorded is checked against the registration itself (it
+// may have just been re-created after a session expiry).
+func (b *Broker) verifyBrokerEpoch(ctx context.Context, epoch int64) error {
+	cur := b.brokerEpoch()
+	switch {
+	case epoch < 0 || epoch == cur:
+		return nil
+	case epoch < cur:
+		return fmt.Errorf("%w: broker epoch %d, this broker's is %d", kerr.StaleBrokerEpoch, epoch, cur)
+	}
+	_, st, err := b.Store().Get(ctx, zkdata.BrokerPath(b.id))
+	if err != nil && !errors.Is(err, coord.ErrNoNode) {
+		return fmt.Errorf("%w: %v", errStoreUnavailable, err)
+	}
+	if err == nil && st.Czxid == epoch {
+		return nil
+	}
+	return fmt.Errorf("%w: broker epoch %d is not this broker's registration (%d)", kerr.StaleBrokerEpoch, epoch, cur)
+}
+
+// topicsInStore reads assignments once per topic for one request.
+type topicsInStore struct {
+	b  *Broker
+	as map[string]*zkdata.TopicAssignment // nil: no such topic
+}
+
+func (t *topicsInStore) get(ctx context.Context, topic string) (*zkdata.TopicAssignment, error) {
+	if a, ok := t.as[topic]; ok {
+		return a, nil
+	}
+	data, _, err := t.b.Store().Get(ctx, zkdata.TopicPath(topic))
+	if errors.Is(err, coord.ErrNoNode) {
+		t.as[topic] = nil
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errStoreUnavailable, err)
+	}
+	a, err := zkdata.DecodeTopicAssignment(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errStoreUnavailable, err)
+	}
+	t.as[topic] = &a
+	return &a, nil
+}
+
+// assigned is every replica the store lists for tp: the assignment and any
+// reassignment's adding and removing replicas.
+func assigned(a *zkdata.TopicAssignment, p int32) []int32 {
+	out := slices.Clone(a.Partitions[p])
+	for _, r := range append(slices.Clone(a.Adding[p]), a.Removing[p]...) {
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// verifyLeaderAndIsr checks each partition state against the store and returns
+// the refusals; refused partitions are not applied.
+func (b *Broker) verifyLeaderAndIsr(ctx context.Context, updates []replica.LeaderUpdate) (map[replica.TP]error, error) {
+	refused := map[replica.TP]error{}
+	topics := &topicsInStore{b: b, as: map[string]*zkdata.TopicAssignment{}}
+	for _, u := range updates {
+		err, fatal := b.verifyPartitionState(ctx, topics, u)
+		if fatal != nil {
+			return nil, fatal
+		}
+		if err != nil {
+			b.logger.Warn("refusing a LeaderAndIsr partition state the store does not hold",
+				"partition", u.TP.String(), "err", err)
+			refused[u.TP] = err
+		}
+	}
+	return refused, nil
+}
+
+func (b *Broker) verifyPartitionState(ctx context.Context, topics *topicsInStore, u replica.LeaderUpdate) (refusal, fatal error) {
+	if err := validateTopicName(u.TP.Topic); err != nil {
+		return err, nil
+	}
+	if u.TP.Partition < 0 {
+		return fmt.Errorf("%w: partition %d", kerr.UnknownTopicOrPartition, u.TP.Partition), nil
+	}
+	a, err := topics.get(ctx, u.TP.Topic)
+	if err != nil {
+		return nil, err
+	}
+	if a == nil || a.Partitions[u.TP.Partition] == nil {
+		return fmt.Errorf("%w: the store has no assignment for it", kerr.UnknownTopicOrPartition), nil
+	}
+	all := assigned(a, u.TP.Partition)
+	st := u.State
+	for _, r := range st.Replicas {
+		if !slices.Contains(all, r) {
+			return fmt.Errorf("%w: replica %d is not assigned (store: %v)", kerr.InvalidRequest, r, all), nil
+		}
+	}
+	for _, r := range st.ISR {
+		if !slices.Contains(st.Replicas, r) {
+			return fmt.Errorf("%w: ISR member %d is not a replica", kerr.InvalidRequest, r), nil
+		}
+	}
+	data, stat, err := b.Store().Get(ctx, zkdata.PartitionStatePath(u.TP.Topic, u.TP.Partition))
+	if errors.Is(err, coord.ErrNoNode) {
+		return fmt.Errorf("%w: the store has no state for it", kerr.UnknownTopicOrPartition), nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errStoreUnavailable, err)
+	}
+	li, err := zkdata.DecodeLeaderIsr(data, stat.Version)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errStoreUnavailable, err)
+	}
+	switch {
+	case st.LeaderEpoch < li.LeaderEpoch:
+		return fmt.Errorf("%w: leader epoch %d, the store has %d", kerr.StaleControllerEpoch, st.LeaderEpoch, li.LeaderEpoch), nil
+	case st.LeaderEpoch != li.LeaderEpoch || st.Leader != li.Leader:
+		return fmt.Errorf("%w: leader %d epoch %d, the store has leader %d epoch %d",
+			kerr.InvalidRequest, st.Leader, st.LeaderEpoch, li.Leader, li.LeaderEpoch), nil
+	case st.ZkVersion > li.ZkVersion:
+		return fmt.Errorf("%w: state version %d, the store's is %d", kerr.InvalidRequest, st.ZkVersion, li.ZkVersion), nil
+	case st.ZkVersion == li.ZkVersion && !sameSet(st.ISR, li.ISR):
+		return fmt.Errorf("%w: ISR %v, the store has %v", kerr.InvalidRequest, st.ISR, li.ISR), nil
+	}
+	return nil, nil
+}
+
+func sameSet(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// verifyStopDelete allows StopReplica to delete tp's log only when the store no
+// longer wants it here: the topic is being deleted or is gone, or this broker is
+// not among the partition's replicas any more.
+func (b *Broker) verifyStopDelete(ctx context.Context, topics *topicsInStore, tp replica.TP) (refusal, fatal error) {
+	ok, _, err := b.Store().Exists(ctx, zkdata.DeleteTopicPath(tp.Topic))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errStoreUnavailable, err)
+	}
+	if ok {
+		return nil, nil
+	}
+	a, err := topics.get(ctx, tp.Topic)
+	if err != nil {
+		return nil, err
+	}
+	if a == nil || !slices.Contains(assigned(a, tp.Partition), b.id) {
+		return nil, nil
+	}
+	return fmt.Errorf("%w: the store still assigns %s to this broker and is not deleting it", kerr.InvalidRequest, tp), nil
+}
+
+// verifyUpdateMetadata keeps only the live brokers registered at the endpoints
+// the request names (a broker that just left or moved is dropped, as is one that
+// never registered), and refuses a request that drops a topic the store still
+// holds and is not deleting.
+func (b *Broker) verifyUpdateMetadata(ctx context.Context, req *kmsg.UpdateMetadataRequest) error {
+	s := b.Store()
+	live := req.LiveBrokers[:0:0]
+	for _, lb := range req.LiveBrokers {
+		data, _, err := s.Get(ctx, zkdata.BrokerPath(lb.ID))
+		if errors.Is(err, coord.ErrNoNode) {
+			b.logger.Warn("UpdateMetadata names an unregistered broker; leaving it out", "broker", lb.ID)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("%w: %v", errStoreUnavailable, err)
+		}
+		info, err := zkdata.DecodeBrokerInfo(lb.ID, data)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errStoreUnavailable, err)
+		}
+		// v0 names one host and port; later versions list endpoints instead.
+		ok := req.GetVersion() > 0 || registeredEndpoint(info, lb.Host, lb.Port)
+		for _, ep := range lb.Endpoints {
+			ok = ok && registeredEndpoint(info, ep.Host, ep.Port)
+		}
+		if !ok {
+			b.logger.Warn("UpdateMetadata names a broker at an endpoint it did not register; leaving it out", "broker", lb.ID)
+			continue
+		}
+		live = append(live, lb)
+	}
+	req.LiveBrokers = live
+	named := map[string]bool{}
+	check := func(topic string) error {
+		if named[topic] {
+			return nil
+		}
+		named[topic] = true
+		return validateTopicName(topic)
+	}
+	for _, p := range req.PartitionStates {
+		if err := check(p.Topic); err != nil {
+			return err
+		}
+	}
+	for _, t := range req.TopicStates {
+		if err := check(t.Topic); err != nil {
+			return err
+		}
+	}
+	for _, t := range b.meta.topicNames() {
+		if named[t] {
+			continue
+		}
+		deleting, _, err := s.Exists(ctx, zkdata.DeleteTopicPath(t))
+		if err != nil {
+			return fmt.Errorf("%w: %v", errStoreUnavailable, err)
+		}
+		if deleting {
+			continue
+		}
+		exists, _, err := s.Exists(ctx, zkdata.TopicPath(t))
+		if err != nil {
+			return fmt.Errorf("%w: %v", errStoreUnavailable, err)
+		}
+		if exists {
+			return fmt.Errorf("%w: topic %s is left out but the store still holds it", kerr.InvalidRequest, t)
+		}
+	}
+	return nil
+}
+
+func registeredEndpoint(info zkdata.BrokerInfo, host string, port int32) bool {
+	if info.Host == host && info.Port == port {
+		return true
+	}
+	for _, e := range info.Endpoints {
+		if e.Host == host && e.Port == port {
+			return true
+		}
+	}
+	return false
+}
+
+// verifyRegistration checks that epoch is broker id's registration as the store
+// has it: the czxid of /brokers/ids/<id>.
+func (b *Broker) verifyRegistration(ctx context.Context, id int32, epoch int64) error {
+	_, st, err := b.Store().Get(ctx, zkdata.BrokerPath(id))
+	if errors.Is(err, coord.ErrNoNode) {
+		return fmt.Errorf("%w: broker %d is not registered", kerr.BrokerNotAvailable, id)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %v", kerr.CoordinatorNotAvailable, err)
+	}
+	if st.Czxid != epoch {
+		return fmt.Errorf("%w: broker %d's epoch is %d, not %d", kerr.StaleBrokerEpoch, id, st.Czxid, epoch)
+	}
+	return nil
+}
