@@ -22,7 +22,7 @@ const (
 )
 
 // supportedMechanisms are what ktool can serve.
-var supportedMechanisms = []string{Plain, ScramSHA256, ScramSHA512}
+var supportedMechanisms = []string{Plain, ScramSHA256, ScramSHA512, OAuthBearer}
 
 // ErrAuthentication is the answer to any failed authentication; the reason
 // is logged, the client learns only that it failed (Kafka does the same so a
@@ -38,6 +38,7 @@ type SASLServer struct {
 	Mechanisms []string
 	plainUsers map[string]string
 	scram      ScramLookup
+	oauth      oauthValidator
 }
 
 // NewSASLServer reads sasl.enabled.mechanisms and the PLAIN users of the
@@ -56,6 +57,13 @@ func NewSASLServer(s *config.ListenerSecurity, scramLookup ScramLookup) (*SASLSe
 	}
 	if len(srv.Mechanisms) == 0 {
 		return nil, fmt.Errorf("sasl.enabled.mechanisms is empty")
+	}
+	if slices.Contains(srv.Mechanisms, OAuthBearer) {
+		v, err := newOAuthValidator(s)
+		if err != nil {
+			return nil, err
+		}
+		srv.oauth = v
 	}
 	if slices.Contains(srv.Mechanisms, Plain) {
 		if v := s.JAAS(Plain); v != "" {
@@ -90,6 +98,8 @@ func (s *SASLServer) Start(mechanism string) (Exchange, error) {
 	switch mechanism {
 	case Plain:
 		return &plainExchange{users: s.plainUsers}, nil
+	case OAuthBearer:
+		return &oauthExchange{v: s.oauth}, nil
 	default:
 		return &scramExchange{mechanism: mechanism, lookup: s.scram}, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 )
 
 // ListenerSecurity is the TLS and SASL configuration of one listener. Kafka
@@ -29,6 +30,13 @@ type ListenerSecurity struct {
 	CipherSuites             []string `config:"ssl.cipher.suites"`
 	PrincipalMappingRules    string   `config:"ssl.principal.mapping.rules"`
 	EndpointIdentification   string   `config:"ssl.endpoint.identification.algorithm"`
+
+	OAuthJWKSURL          string        `config:"sasl.oauthbearer.jwks.endpoint.url"`
+	OAuthJWKSRefresh      time.Duration `config:"sasl.oauthbearer.jwks.endpoint.refresh.ms"`
+	OAuthExpectedAudience []string      `config:"sasl.oauthbearer.expected.audience"`
+	OAuthExpectedIssuer   string        `config:"sasl.oauthbearer.expected.issuer"`
+	OAuthSubClaim         string        `config:"sasl.oauthbearer.sub.claim.name"`
+	OAuthClockSkew        time.Duration `config:"sasl.oauthbearer.clock.skew.seconds"`
 
 	// jaas holds sasl.jaas.config per mechanism
 	// (listener.name.<l>.<mechanism>.sasl.jaas.config), upper-case keys.

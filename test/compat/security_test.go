@@ -85,6 +85,7 @@ func startSecure(t *testing.T) *secureBroker {
 		"ssl.truststore.type=PEM",
 		"ssl.truststore.location=" + s.caFile,
 		"listener.name.ssl.ssl.client.auth=required",
+		"sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
 	}
 	var args []string
 	args = append(args, "--listeners", fmt.Sprintf("PLAINTEXT://%s,SASL_PLAINTEXT://%s,SASL_SSL://%s,SSL://%s", plain, s.saslPlain, s.saslSSL, s.ssl))
@@ -98,7 +99,12 @@ func startSecure(t *testing.T) *secureBroker {
 // kcatArgs are kcat's -X settings for one combination.
 func (s *secureBroker) kcatArgs(proto, mech, user, pass string) []string {
 	args := []string{"-X", "security.protocol=" + proto}
-	if strings.HasPrefix(proto, "SASL_") {
+	switch {
+	case mech == "OAUTHBEARER":
+		// librdkafka makes an unsecured JWT (KIP-255) for the principal.
+		args = append(args, "-X", "sasl.mechanisms=OAUTHBEARER", "-X", "enable.sasl.oauthbearer.unsecure.jwt=true",
+			"-X", "sasl.oauthbearer.config=principal="+user)
+	case strings.HasPrefix(proto, "SASL_"):
 		args = append(args, "-X", "sasl.mechanisms="+mech, "-X", "sasl.username="+user, "-X", "sasl.password="+pass)
 	}
 	if strings.HasSuffix(proto, "SSL") {
@@ -143,6 +149,7 @@ func TestKcatSecurity(t *testing.T) {
 		{"SASL_SSL", s.saslSSL, "SCRAM-SHA-256", "bob", "bob-secret"},
 		{"SASL_SSL", s.saslSSL, "SCRAM-SHA-512", "bob", "bob-secret"},
 		{"SSL", s.ssl, "", "", ""},
+		{"SASL_SSL", s.saslSSL, "OAUTHBEARER", "dave", ""},
 	} {
 		name := tc.proto + "/" + tc.mech
 		x := s.kcatArgs(tc.proto, tc.mech, tc.user, tc.pass)
@@ -152,7 +159,7 @@ func TestKcatSecurity(t *testing.T) {
 		if strings.TrimSpace(string(got)) != val {
 			t.Fatalf("%s: consumed %q, want %q", name, got, val)
 		}
-		if tc.user == "" {
+		if tc.user == "" || tc.mech == "OAUTHBEARER" {
 			continue
 		}
 		bad := s.kcatArgs(tc.proto, tc.mech, tc.user, "wrong")
