@@ -10,6 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 say() { printf '==> %s\n' "$*"; }
+# A failing step always says which one and why (set -e alone exits silently).
+trap 'rc=$?; say "FAILED (exit $rc) at line $LINENO: $BASH_COMMAND"' ERR
 
 zk_jar=""
 for j in /usr/share/java/zookeeper.jar ${ZOOKEEPER_HOME:+$ZOOKEEPER_HOME/lib/zookeeper*.jar}; do
@@ -65,11 +67,25 @@ go test -count=1 -timeout 15m ./...
 
 fuzztime=${KTOOL_FUZZTIME:-5s}
 say "fuzz (${fuzztime} each)"
+# Every target runs, whatever the others do; a failing one prints its whole
+# output (the failing input is saved under its package's testdata/fuzz).
+fuzz_failed=()
+fuzz_log=$(mktemp)
 for target in $(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do
   pkg=$(dirname "$target")
-  for f in $(grep -oE '^func (Fuzz[A-Za-z0-9_]+)' "$target" | awk '{print $2}'); do
-    go test -run='^$' -fuzz="^${f}\$" -fuzztime="$fuzztime" "$pkg" >/dev/null
-    echo "ok   $pkg $f"
+  for f in $(grep -oE '^func Fuzz[A-Za-z0-9_]+' "$target" | awk '{print $2}'); do
+    if go test -run='^$' -fuzz="^${f}\$" -fuzztime="$fuzztime" "$pkg" >"$fuzz_log" 2>&1; then
+      echo "ok   $pkg $f"
+    else
+      echo "FAIL $pkg $f; its output:"
+      cat "$fuzz_log"
+      fuzz_failed+=("$pkg $f")
+    fi
   done
 done
+rm -f "$fuzz_log"
+if [ ${#fuzz_failed[@]} -gt 0 ]; then
+  say "fuzz targets failed: ${fuzz_failed[*]}"
+  exit 1
+fi
 say "all tests passed"

@@ -61,6 +61,7 @@ type Server struct {
 	handling chan struct{} // queued.max.requests
 	closing  bool
 	closed   atomic.Bool
+	panics   atomic.Int64
 	draining chan struct{}
 	listener []net.Listener
 	wg       sync.WaitGroup
@@ -445,12 +446,16 @@ func (c *Conn) enqueue(s *slot) bool {
 	}
 }
 
+// Panics counts handler panics (each closed its connection): always a bug.
+func (s *Server) Panics() int64 { return s.panics.Load() }
+
 // dispatch runs the handler, turning a panic into a closed connection rather than a
 // dead broker.
 func (c *Conn) dispatch(s *slot, h Header, req kmsg.Request) (ok bool) {
 	s.queued = time.Since(s.arrived)
 	defer func() {
 		if r := recover(); r != nil {
+			c.srv.panics.Add(1)
 			c.srv.logger().Error("request handler panicked; closing the connection",
 				"api", kmsg.NameForKey(h.Key), "version", h.Version, "panic", fmt.Sprint(r))
 			c.cancel()
