@@ -117,6 +117,9 @@ func (b *Broker) leaderPartition(topic string, partition int32) (*replica.Partit
 		if _, ok := b.meta.partition(topic, partition); ok {
 			return nil, kerr.NotLeaderForPartition
 		}
+		if err := validateTopicName(topic); err != nil {
+			return nil, err
+		}
 		return nil, kerr.UnknownTopicOrPartition
 	}
 	if !p.IsLeader() {

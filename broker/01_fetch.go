@@ -125,9 +125,12 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, follower bool, maxBytes int32
 			fp := fetchPart{topic: t.Topic, partition: rp.Partition, info: replica.ReadInfo{HighWatermark: -1, LogStartOffset: -1}}
 			p := b.replicas.Get(replica.TP{Topic: t.Topic, Partition: rp.Partition})
 			if p == nil {
-				if _, ok := b.meta.partition(t.Topic, rp.Partition); ok {
+				switch _, ok := b.meta.partition(t.Topic, rp.Partition); {
+				case ok:
 					fp.err = kerr.NotLeaderForPartition
-				} else {
+				case validateTopicName(t.Topic) != nil:
+					fp.err = kerr.InvalidTopicException
+				default:
 					fp.err = kerr.UnknownTopicOrPartition
 				}
 				parts = append(parts, fp)

@@ -84,6 +84,9 @@ func (b *Broker) markForDeletion(ctx context.Context, topic string) error {
 	if topic == "" {
 		return kerr.UnknownTopicID
 	}
+	if err := validateTopicName(topic); err != nil {
+		return err // the name would become a znode path
+	}
 	if !b.cfg.Settings().DeleteTopicEnable {
 		return kerr.TopicDeletionDisabled
 	}
