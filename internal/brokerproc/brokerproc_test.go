@@ -14,6 +14,28 @@ import (
 	"github.com/ktoolhq/ktool/internal/testbin"
 )
 
+// bin is the ktool binary, built once for the tests that run it.
+var (
+	bin      string
+	buildErr error
+)
+
+func TestMain(m *testing.M) {
+	var cleanup func()
+	bin, cleanup, buildErr = testbin.Build()
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
+}
+
+func ktool(t *testing.T) string {
+	t.Helper()
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return bin
+}
+
 func TestReadyLine(t *testing.T) {
 	for _, r := range []Ready{
 		{ID: 3, Addr: "127.0.0.1:9092", Advertised: "localhost:9092", ClusterID: "Ab-_9", Mode: "standalone (embedded coordination store)"},
@@ -39,11 +61,7 @@ func TestReadyLine(t *testing.T) {
 
 // TestBrokerProcess runs a real standalone broker through every signal.
 func TestBrokerProcess(t *testing.T) {
-	bin, cleanup, err := testbin.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cleanup)
+	bin := ktool(t)
 	dir := t.TempDir()
 	b, err := Start(Spec{Bin: bin, ID: 0, Dir: filepath.Join(dir, "data"), Overrides: []string{"num.partitions=2"}})
 	if b != nil {
@@ -139,12 +157,7 @@ func TestBrokerProcess(t *testing.T) {
 }
 
 func TestStartFailsWithTheOutput(t *testing.T) {
-	bin, cleanup, err := testbin.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cleanup)
-	_, err = Start(Spec{Bin: bin, ID: 0, Dir: t.TempDir(), Overrides: []string{"num.partitions=zero"}, ReadyTimeout: 30 * time.Second})
+	_, err := Start(Spec{Bin: bin, ID: 0, Dir: t.TempDir(), Overrides: []string{"num.partitions=zero"}, ReadyTimeout: 30 * time.Second})
 	if err == nil || !strings.Contains(err.Error(), "exited before it was ready") || !strings.Contains(err.Error(), "num.partitions") {
 		t.Fatalf("a broker that cannot start: %v", err)
 	}
