@@ -120,6 +120,10 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, follower bool, maxBytes int32
 	var expands []isrExpansion
 	var total int64
 	budget := int64(maxBytes)
+	var throttle *leaderThrottle
+	if follower {
+		throttle = b.newLeaderThrottle()
+	}
 	for _, t := range req.Topics {
 		for _, rp := range t.Partitions {
 			fp := fetchPart{topic: t.Topic, partition: rp.Partition, info: replica.ReadInfo{HighWatermark: -1, LogStartOffset: -1}}
@@ -143,7 +147,14 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, follower bool, maxBytes int32
 			minOne := total == 0
 			var expand *replica.State
 			if follower {
+				throttled, over := throttle.check(t.Topic, rp.Partition, req.ReplicaID, p)
+				if over {
+					limit, minOne = 0, false // still a fetch: the follower's position counts
+				}
 				fp.region, fp.info, expand, fp.err = p.ReadForFollower(req.ReplicaID, rp.FetchOffset, int32(limit), rp.CurrentLeaderEpoch, minOne)
+				if throttled {
+					throttle.sent(fp.region.Len)
+				}
 			} else {
 				fp.region, fp.info, fp.err = p.ReadForConsumer(rp.FetchOffset, int32(limit), rp.CurrentLeaderEpoch, minOne)
 			}

@@ -48,6 +48,7 @@ type Broker struct {
 
 	id        int32
 	clusterID string
+	throttles replThrottles // repl_throttle.go
 
 	listenerCfg []auth.Listener
 	interBroker auth.Listener
@@ -187,6 +188,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 			PartitionMaxByte: int32(b.cfg.Settings().ReplicaFetchMaxBytes),
 			Backoff:          b.cfg.Settings().ReplicaFetchBackoff,
 			Dial:             func(ctx context.Context, addr string) (net.Conn, error) { return b.dialer.Dial(ctx, addr) },
+			Throttle:         followerThrottle{b},
 		},
 	})
 	b.loadTopicConfigs(ctx)

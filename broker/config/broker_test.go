@@ -93,3 +93,21 @@ func TestBrokerSynonymsInOrder(t *testing.T) {
 		t.Errorf("values %+v", syn)
 	}
 }
+
+func TestParseThrottledReplicas(t *testing.T) {
+	r, err := ParseThrottledReplicas("0:101, 0:102,3:101")
+	if err != nil || !r.Has(0, 102) || !r.Has(3, 101) || r.Has(3, 102) || r.Has(1, 101) {
+		t.Errorf("%+v, %v", r, err)
+	}
+	if r, err := ParseThrottledReplicas("*"); err != nil || !r.Has(7, 7) {
+		t.Errorf("*: %+v, %v", r, err)
+	}
+	if r, err := ParseThrottledReplicas(""); err != nil || r.Has(0, 0) {
+		t.Errorf("empty: %+v, %v", r, err)
+	}
+	for _, bad := range []string{"0", "a:1", "0:-1", "*,0:1"} {
+		if _, err := ParseThrottledReplicas(bad); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}

@@ -191,6 +191,10 @@ var BrokerDefs = []Def{
 	{Name: "group.max.size", Type: Int, Default: "2147483647", Doc: "most members of one group"},
 	{Name: "transactional.id.expiration.ms", Type: Int, Default: "604800000", Ignored: true, Doc: "accepted and ignored; transactions are not supported"},
 	{Name: "producer.id.expiration.ms", Type: Int, Default: "86400000", Ignored: true, Doc: "producer state of idle producers expires after this; accepted and ignored"},
+	{Name: "leader.replication.throttled.rate", Type: Long, Default: maxLong, Dynamic: true, Valid: atLeast(1),
+		Doc: "bytes/s a leader sends to out-of-sync followers of the replicas listed in topics' leader.replication.throttled.replicas (set by reassignments)"},
+	{Name: "follower.replication.throttled.rate", Type: Long, Default: maxLong, Dynamic: true, Valid: atLeast(1),
+		Doc: "bytes/s a follower fetches for the replicas listed in topics' follower.replication.throttled.replicas (set by reassignments)"},
 	{Name: "metrics.listener", Type: String, Null: true, Doc: "host:port of the Prometheus metrics and health HTTP listener (ktool)"},
 	{Name: "cluster.id", Type: String, Null: true, Doc: "cluster id to use when the store has none yet (ktool)"},
 }
@@ -218,8 +222,19 @@ var TopicDefs = []Def{
 	{Name: "segment.ms", Type: Long, Default: "604800000", Synonyms: []string{"log.roll.ms", "log.roll.hours"},
 		Scale: map[string]int64{"log.roll.hours": 3600000}, Valid: atLeast(1)},
 	{Name: "unclean.leader.election.enable", Type: Bool, Default: "false", Synonyms: []string{"unclean.leader.election.enable"}},
+	{Name: "leader.replication.throttled.replicas", Type: List, Default: "", Valid: validThrottledReplicas,
+		Doc: "replicas (partition:broker, or *) whose leader throttles replication to out-of-sync followers at leader.replication.throttled.rate"},
+	{Name: "follower.replication.throttled.replicas", Type: List, Default: "", Valid: validThrottledReplicas,
+		Doc: "replicas (partition:broker, or *) whose follower throttles its fetching at follower.replication.throttled.rate"},
 	{Name: "message.downconversion.enable", Type: Bool, Default: "true", Ignored: true, Doc: "accepted and ignored: ktool never down-converts"},
 	{Name: "preallocate", Type: Bool, Default: "false", Ignored: true, Doc: "preallocate segment files; accepted and ignored"},
+}
+
+// validThrottledReplicas checks a *.replication.throttled.replicas list:
+// empty, "*", or partition:broker pairs.
+func validThrottledReplicas(v string) error {
+	_, err := ParseThrottledReplicas(v)
+	return err
 }
 
 func validCleanup(v string) error {

@@ -122,6 +122,10 @@ type TopicSettings struct {
 	SegmentBytes            Bytes         `config:"segment.bytes"`
 	SegmentRoll             time.Duration `config:"segment.ms"`
 	UncleanLeaderElection   bool          `config:"unclean.leader.election.enable"`
+	// LeaderThrottled and FollowerThrottled are the replication throttle
+	// lists as written; ParseThrottledReplicas reads them.
+	LeaderThrottled   string `config:"leader.replication.throttled.replicas"`
+	FollowerThrottled string `config:"follower.replication.throttled.replicas"`
 }
 
 // Bytes is a size in bytes.

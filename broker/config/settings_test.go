@@ -53,6 +53,9 @@ func TestEveryDefinedKeyIsRead(t *testing.T) {
 	for k := range tags(ListenerSecurity{}) {
 		brokerRead[k] = true // read per listener, through Broker.Listener
 	}
+	for k := range tags(Throttle{}) {
+		brokerRead[k] = true // dynamic, read through Broker.Throttle
+	}
 	synonym := map[string]bool{}
 	for _, d := range TopicDefs {
 		if topicRead[d.Name] {

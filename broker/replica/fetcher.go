@@ -22,6 +22,8 @@ type FetcherConfig struct {
 	Backoff          time.Duration // replica.fetch.backoff.ms
 	// Dial connects to a leader's inter-broker listener (TLS, SASL); nil dials TCP.
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// Throttle, if set, holds back throttled replicas (throttle.go).
+	Throttle FollowerThrottle
 }
 
 // fetcher pulls every partition this broker follows from one leader, like a
@@ -277,7 +279,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts map[TP]*fetchState) (bool
 	now := time.Now()
 	f.mu.Lock()
 	for tp, st := range parts {
-		if st.truncate || now.Before(st.delayUntil) {
+		if st.truncate || now.Before(st.delayUntil) || f.throttleHold(tp, st) {
 			continue
 		}
 		i, ok := idx[tp.Topic]
@@ -325,6 +327,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts map[TP]*fetchState) (bool
 			if !ok || !wasAsked || f.parts[tp] != st || st.truncate || st.p.log.LogEndOffset() != at {
 				continue
 			}
+			f.throttleRecord(tp, st, rp)
 			f.handlePartition(st, rp)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/ktoolhq/ktool/plugins"
 	"github.com/ktoolhq/ktool/tools/brokerinfo"
 	"github.com/ktoolhq/ktool/tools/cmdutil"
+	"github.com/ktoolhq/ktool/tools/reassign"
 )
 
 // brokerStartOptions are the flags of `ktool broker start`.
@@ -39,7 +40,7 @@ func newBrokerCommand(f *cmdutil.Factory) *cobra.Command {
 		Use:   "broker",
 		Short: "Run a broker, or list the brokers of a cluster",
 	}
-	cmd.AddCommand(newBrokerStartCommand(f), brokerinfo.NewListCommand(f, nil))
+	cmd.AddCommand(newBrokerStartCommand(f), brokerinfo.NewListCommand(f, nil), reassign.NewDecommissionCommand(f, nil))
 	return cmd
 }
 

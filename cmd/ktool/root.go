@@ -17,6 +17,7 @@ import (
 	plugincmd "github.com/ktoolhq/ktool/tools/plugin"
 	"github.com/ktoolhq/ktool/tools/produce"
 	"github.com/ktoolhq/ktool/tools/profile"
+	"github.com/ktoolhq/ktool/tools/reassign"
 	"github.com/ktoolhq/ktool/tools/topic"
 	"github.com/ktoolhq/ktool/tools/ui"
 	"github.com/ktoolhq/ktool/tools/user"
@@ -64,6 +65,7 @@ groups, console produce and consume, and performance tests.`,
 		user.NewCommand(f),
 		cert.NewCommand(f),
 		ui.NewCommand(f, nil),
+		reassign.NewCommand(f),
 	)
 	addCompletionCommand(f, root)
 	cmdutil.RequireSubcommands(root)

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ktoolhq/ktool/tools/cmdutil"
+	"github.com/ktoolhq/ktool/tools/reassign"
 	"github.com/ktoolhq/ktool/tools/setup"
 )
 
@@ -26,6 +27,7 @@ func NewCommand(f *cmdutil.Factory) *cobra.Command {
 		NewDownCommand(f, nil),
 		NewKillCommand(f, nil),
 		NewStartCommand(f, nil),
+		reassign.NewBalanceCommand(f, nil),
 	)
 	return cmd
 }
