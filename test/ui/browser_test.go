@@ -18,10 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ktoolhq/ktool/broker/brokertest"
-	"github.com/ktoolhq/ktool/internal/zktest"
 	"github.com/ktoolhq/ktool/tools/cmdutil"
-	"github.com/ktoolhq/ktool/tools/ui"
-	"github.com/ktoolhq/ktool/tools/zk"
 )
 
 // browser starts a headless Chromium for the test. Without one the test
@@ -203,11 +200,11 @@ func join(xs []int32) string {
 	return strings.Join(s, ",")
 }
 
-// TestBrowserWalkthrough replays the seed's experiment in a real browser: the
-// cluster and topic pages, a broker killed and its replicas leaving the ISR
-// live, the broker back, and a preferred election run from the page; then the
-// group lag view with an offset reset, the message browser with hostile
-// records, and the ZooKeeper page.
+// TestBrowserWalkthrough replays the seed's walk-through in a real browser on
+// an in-process cluster: the cluster page, the topic list, the message browser
+// with hostile records, the group lag view with an offset reset, then on the
+// topic page a broker killed and its replicas leaving the ISR live, the broker
+// back, and a preferred election run from the page.
 func TestBrowserWalkthrough(t *testing.T) {
 	p := newPage(t, "")
 	c := brokertest.NewCluster(t, 3)
@@ -233,9 +230,7 @@ func TestBrowserWalkthrough(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	srv := zktest.Start(t)
-	seedZooKeeper(t, srv.Addr())
-	con := startConsole(t, c.Addrs(), func(o *ui.Options) { o.Zookeeper = srv.Addr() + "/kafka" })
+	con := startConsole(t, c.Addrs(), nil)
 	p.base = con.url
 
 	// Cluster page: the three brokers and the controller the metadata names.
@@ -306,13 +301,10 @@ func TestBrowserWalkthrough(t *testing.T) {
 		t.Fatalf("committed offset after the reset: %d, want 121", got)
 	}
 
-	// ZooKeeper: /controller and /controller_epoch decoded, znodes browsed.
+	// Without --zookeeper the page says how to get it (TestBrowserSIGKILL
+	// browses a real one).
 	p.open("/zookeeper")
-	p.waitJS("controller znodes", 10*time.Second, `document.querySelector('#card-zk-broker .value').textContent === '2' &&
-		document.querySelector('#card-zk-epoch .value').textContent === '7'`)
-	p.click(`#znode-children a[href="/zookeeper?path=%2Fbrokers"]`)
-	p.waitJS("znode browser", 10*time.Second, `document.querySelector('#znode-path').textContent === '/brokers' &&
-		[...document.querySelectorAll('#znode-children a')].some(a => a.textContent === 'ids')`)
+	p.waitJS("no ZooKeeper", 10*time.Second, `document.querySelector('#zk-controller').textContent.includes('--zookeeper')`)
 
 	// The seed's experiment: kill a broker and watch the topic page.
 	p.open("/topics/test")
@@ -361,29 +353,4 @@ func committed(t *testing.T, adm *kadm.Client, group string) int64 {
 		return -1
 	}
 	return o.At
-}
-
-// seedZooKeeper writes the znodes a Kafka cluster keeps under /kafka.
-func seedZooKeeper(t *testing.T, addr string) {
-	t.Helper()
-	c, err := zk.Dial(t.Context(), addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	for _, n := range []struct {
-		path, data string
-		ephemeral  bool
-	}{
-		{"/kafka", "", false},
-		{"/kafka/brokers", "", false},
-		{"/kafka/brokers/ids", "", false},
-		{"/kafka/brokers/ids/2", `{"version":5,"host":"127.0.0.1","port":9092,"endpoints":["PLAINTEXT://127.0.0.1:9092"],"jmx_port":-1,"timestamp":"1700000000000"}`, true},
-		{"/kafka/controller_epoch", "7", false},
-		{"/kafka/controller", `{"version":1,"brokerid":2,"timestamp":"1700000000000"}`, true},
-	} {
-		if err := c.Create(t.Context(), n.path, []byte(n.data), n.ephemeral); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
