@@ -10,7 +10,6 @@ package broker
 import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/broker/protocol"
 	"github.com/ktoolhq/ktool/broker/replica"
 )
@@ -27,7 +26,7 @@ func handleStopReplica(b *Broker, rc *reqCtx, r kmsg.Request, respond func(proto
 		refuse(err)
 		return
 	}
-	topics := &topicsInStore{b: b, as: map[string]*zkdata.TopicAssignment{}}
+	topics := newTopicsInStore(b)
 	var fatal error
 	stop := func(topic string, p int32, del bool) {
 		tp := replica.TP{Topic: topic, Partition: p}
@@ -52,6 +51,9 @@ func handleStopReplica(b *Broker, rc *reqCtx, r kmsg.Request, respond func(proto
 			}
 		}
 		err := b.replicas.StopReplica(req.ControllerEpoch, tp, del)
+		if del && err == nil {
+			b.incarnations.forget(tp)
+		}
 		b.onStopReplica(tp)
 		if del {
 			b.forgetTopicOverrides(topic)

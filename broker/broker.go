@@ -75,6 +75,7 @@ type Broker struct {
 
 	fetchMaxBytes int32
 	ctrlSeen      verifiedController
+	incarnations  incarnations
 
 	ready     chan struct{}
 	readyOnce sync.Once

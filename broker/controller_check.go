@@ -178,30 +178,71 @@ func (b *Broker) verifyBrokerEpoch(ctx context.Context, epoch int64) error {
 	return fmt.Errorf("%w: broker epoch %d is not this broker's registration (%d)", kerr.StaleBrokerEpoch, epoch, cur)
 }
 
-// topicsInStore reads assignments once per topic for one request.
+// topicsInStore reads assignments once per topic for one request, with the
+// topic znode's creation zxid: which incarnation of the name it is.
 type topicsInStore struct {
 	b  *Broker
-	as map[string]*zkdata.TopicAssignment // nil: no such topic
+	as map[string]topicInStore
 }
 
-func (t *topicsInStore) get(ctx context.Context, topic string) (*zkdata.TopicAssignment, error) {
-	if a, ok := t.as[topic]; ok {
-		return a, nil
+type topicInStore struct {
+	a     *zkdata.TopicAssignment // nil: no such topic
+	czxid int64
+}
+
+func newTopicsInStore(b *Broker) *topicsInStore {
+	return &topicsInStore{b: b, as: map[string]topicInStore{}}
+}
+
+func (t *topicsInStore) get(ctx context.Context, topic string) (topicInStore, error) {
+	if ts, ok := t.as[topic]; ok {
+		return ts, nil
 	}
-	data, _, err := t.b.Store().Get(ctx, zkdata.TopicPath(topic))
+	data, st, err := t.b.Store().Get(ctx, zkdata.TopicPath(topic))
 	if errors.Is(err, coord.ErrNoNode) {
-		t.as[topic] = nil
-		return nil, nil
+		t.as[topic] = topicInStore{}
+		return topicInStore{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errStoreUnavailable, err)
+		return topicInStore{}, fmt.Errorf("%w: %v", errStoreUnavailable, err)
 	}
 	a, err := zkdata.DecodeTopicAssignment(data)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errStoreUnavailable, err)
+		return topicInStore{}, fmt.Errorf("%w: %v", errStoreUnavailable, err)
 	}
-	t.as[topic] = &a
-	return &a, nil
+	ts := topicInStore{a: &a, czxid: st.Czxid}
+	t.as[topic] = ts
+	return ts, nil
+}
+
+// incarnations remembers, per hosted partition, the creation zxid of the topic
+// znode its accepted LeaderAndIsr was checked against, so a StopReplica meant
+// for a deleted topic is told apart from the same name created again.
+type incarnations struct {
+	mu sync.Mutex
+	m  map[replica.TP]int64
+}
+
+func (in *incarnations) set(tp replica.TP, czxid int64) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.m == nil {
+		in.m = map[replica.TP]int64{}
+	}
+	in.m[tp] = czxid
+}
+
+func (in *incarnations) get(tp replica.TP) (int64, bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	z, ok := in.m[tp]
+	return z, ok
+}
+
+func (in *incarnations) forget(tp replica.TP) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	delete(in.m, tp)
 }
 
 // assigned is every replica the store lists for tp: the assignment and any
@@ -220,7 +261,7 @@ func assigned(a *zkdata.TopicAssignment, p int32) []int32 {
 // the refusals; refused partitions are not applied.
 func (b *Broker) verifyLeaderAndIsr(ctx context.Context, updates []replica.LeaderUpdate) (map[replica.TP]error, error) {
 	refused := map[replica.TP]error{}
-	topics := &topicsInStore{b: b, as: map[string]*zkdata.TopicAssignment{}}
+	topics := newTopicsInStore(b)
 	for _, u := range updates {
 		err, fatal := b.verifyPartitionState(ctx, topics, u)
 		if fatal != nil {
@@ -230,7 +271,9 @@ func (b *Broker) verifyLeaderAndIsr(ctx context.Context, updates []replica.Leade
 			b.logger.Warn("refusing a LeaderAndIsr partition state the store does not hold",
 				"partition", u.TP.String(), "err", err)
 			refused[u.TP] = err
+			continue
 		}
+		b.incarnations.set(u.TP, topics.as[u.TP.Topic].czxid)
 	}
 	return refused, nil
 }
@@ -242,10 +285,11 @@ func (b *Broker) verifyPartitionState(ctx context.Context, topics *topicsInStore
 	if u.TP.Partition < 0 {
 		return fmt.Errorf("%w: partition %d", kerr.UnknownTopicOrPartition, u.TP.Partition), nil
 	}
-	a, err := topics.get(ctx, u.TP.Topic)
+	ts, err := topics.get(ctx, u.TP.Topic)
 	if err != nil {
 		return nil, err
 	}
+	a := ts.a
 	if a == nil || a.Partitions[u.TP.Partition] == nil {
 		return fmt.Errorf("%w: the store has no assignment for it", kerr.UnknownTopicOrPartition), nil
 	}
@@ -299,8 +343,9 @@ func sameSet(a, b []int32) bool {
 }
 
 // verifyStopDelete allows StopReplica to delete tp's log only when the store no
-// longer wants it here: the topic is being deleted or is gone, or this broker is
-// not among the partition's replicas any more.
+// longer wants it here: the topic is being deleted or is gone (or was created
+// again since this broker's log was made for it), or this broker is not among
+// the partition's replicas any more.
 func (b *Broker) verifyStopDelete(ctx context.Context, topics *topicsInStore, tp replica.TP) (refusal, fatal error) {
 	ok, _, err := b.Store().Exists(ctx, zkdata.DeleteTopicPath(tp.Topic))
 	if err != nil {
@@ -309,12 +354,15 @@ func (b *Broker) verifyStopDelete(ctx context.Context, topics *topicsInStore, tp
 	if ok {
 		return nil, nil
 	}
-	a, err := topics.get(ctx, tp.Topic)
+	ts, err := topics.get(ctx, tp.Topic)
 	if err != nil {
 		return nil, err
 	}
-	if a == nil || !slices.Contains(assigned(a, tp.Partition), b.id) {
+	if ts.a == nil || !slices.Contains(assigned(ts.a, tp.Partition), b.id) {
 		return nil, nil
+	}
+	if z, ok := b.incarnations.get(tp); ok && z != ts.czxid {
+		return nil, nil // the log is of an earlier topic of that name
 	}
 	return fmt.Errorf("%w: the store still assigns %s to this broker and is not deleting it", kerr.InvalidRequest, tp), nil
 }
