@@ -114,6 +114,11 @@ func parseBody(body []byte) (Record, error) {
 }
 
 func varint(b []byte) (int64, []byte, bool) {
+	// Most fields of a record (attributes aside) fit one byte: deltas of
+	// small batches, short keys, header counts.
+	if len(b) > 0 && b[0] < 0x80 {
+		return int64(b[0]>>1) ^ -int64(b[0]&1), b[1:], true
+	}
 	v, n := binary.Varint(b)
 	if n <= 0 {
 		return 0, nil, false
