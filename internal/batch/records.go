@@ -1,7 +1,6 @@
 package batch
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -37,11 +36,11 @@ type RecordHeader struct {
 // Headers decodes the record's headers; parsing already checked their structure.
 func (r Record) Headers() []RecordHeader {
 	out := make([]RecordHeader, 0, r.NumHeaders)
-	b := r.headers
+	i := 0
 	for range r.NumHeaders {
 		var k, v []byte
-		k, b, _ = varbytes(b)
-		v, b, _ = varbytes(b)
+		k, i = bytesAt(r.headers, i)
+		v, i = bytesAt(r.headers, i)
 		out = append(out, RecordHeader{Key: string(k), Value: v})
 	}
 	return out
@@ -55,8 +54,8 @@ func recordError(what string) error {
 // and returns it with the bytes after it. Every length must fit the record,
 // and the record's fields must fill its length exactly.
 func ParseRecord(b []byte) (Record, []byte, error) {
-	length, n := binary.Varint(b)
-	if n <= 0 {
+	length, n := varintAt(b, 0)
+	if n < 0 {
 		return Record{}, nil, recordError("length is not a varint")
 	}
 	if length < minRecordLength || length > int64(len(b)-n) {
@@ -71,71 +70,79 @@ func ParseRecord(b []byte) (Record, []byte, error) {
 	return r, b[end:], nil
 }
 
-// parseBody decodes a record without its length prefix.
+// parseBody decodes a record without its length prefix. It walks body by
+// index, the hot loop of every produce.
 func parseBody(body []byte) (Record, error) {
 	var r Record
 	r.Attributes = int8(body[0])
-	b := body[1:]
-	var ok bool
-	if r.TimestampDelta, b, ok = varint(b); !ok {
+	var i int
+	if r.TimestampDelta, i = varintAt(body, 1); i < 0 {
 		return r, recordError("timestamp delta is not a varint")
 	}
 	var off int64
-	if off, b, ok = varint(b); !ok || off < 0 || off > math.MaxInt32 {
+	if off, i = varintAt(body, i); i < 0 || off < 0 || off > math.MaxInt32 {
 		return r, recordError("offset delta is not a varint in [0, 2^31)")
 	}
 	r.OffsetDelta = int32(off)
-	if r.Key, b, ok = varbytes(b); !ok {
+	if r.Key, i = bytesAt(body, i); i < 0 {
 		return r, recordError("key length does not fit the record")
 	}
-	if r.Value, b, ok = varbytes(b); !ok {
+	if r.Value, i = bytesAt(body, i); i < 0 {
 		return r, recordError("value length does not fit the record")
 	}
-	count, b, ok := varint(b)
+	var count int64
 	// A header takes at least two bytes, which bounds the count before any loop.
-	if !ok || count < 0 || count > int64(len(b)/2) {
+	if count, i = varintAt(body, i); i < 0 || count < 0 || count > int64(len(body)-i)/2 {
 		return r, recordError("header count does not fit the record")
 	}
 	r.NumHeaders = int(count)
-	r.headers = b
+	r.headers = body[i:]
 	for range count {
 		var k []byte
-		if k, b, ok = varbytes(b); !ok || k == nil {
+		if k, i = bytesAt(body, i); i < 0 || k == nil {
 			return r, recordError("header key is null or does not fit the record")
 		}
-		if _, b, ok = varbytes(b); !ok {
+		if _, i = bytesAt(body, i); i < 0 {
 			return r, recordError("header value does not fit the record")
 		}
 	}
-	if len(b) != 0 {
-		return r, fmt.Errorf("record has %d bytes after its headers: %w", len(b), kerr.InvalidRecord)
+	if i != len(body) {
+		return r, fmt.Errorf("record has %d bytes after its headers: %w", len(body)-i, kerr.InvalidRecord)
 	}
 	return r, nil
 }
 
-func varint(b []byte) (int64, []byte, bool) {
-	// Most fields of a record (attributes aside) fit one byte: deltas of
-	// small batches, short keys, header counts.
-	if len(b) > 0 && b[0] < 0x80 {
-		return int64(b[0]>>1) ^ -int64(b[0]&1), b[1:], true
+// varintAt reads the zigzag varint at b[i:] and returns it with the index
+// after it, or -1 when there is none (cut short, or longer than 64 bits).
+// It is small enough to inline into the record walk.
+func varintAt(b []byte, i int) (int64, int) {
+	var ux uint64
+	for s := uint(0); i >= 0 && i < len(b) && s < 64; s += 7 {
+		c := b[i]
+		i++
+		ux |= uint64(c&0x7f) << s
+		if c < 0x80 {
+			if s == 63 && c > 1 {
+				break
+			}
+			return int64(ux>>1) ^ -int64(ux&1), i
+		}
 	}
-	v, n := binary.Varint(b)
-	if n <= 0 {
-		return 0, nil, false
-	}
-	return v, b[n:], true
+	return 0, -1
 }
 
-// varbytes reads a varint length and that many bytes; length -1 is nil.
-func varbytes(b []byte) ([]byte, []byte, bool) {
-	length, b, ok := varint(b)
-	if !ok || length < -1 || length > int64(len(b)) {
-		return nil, nil, false
+// bytesAt reads a varint length and that many bytes at b[i:]; length -1 is
+// nil. The index after them is -1 when they do not fit.
+func bytesAt(b []byte, i int) ([]byte, int) {
+	length, i := varintAt(b, i)
+	switch {
+	case i < 0 || length < -1 || length > int64(len(b)-i):
+		return nil, -1
+	case length == -1:
+		return nil, i
 	}
-	if length == -1 {
-		return nil, b, true
-	}
-	return b[:length:length], b[length:], true
+	end := i + int(length)
+	return b[i:end:end], end
 }
 
 // recordWalk holds what a walk over a batch's records checks as it goes.
