@@ -71,7 +71,9 @@ func throttleConfigs(t *testing.T, env *cmdtest.Env, topicName string, broker st
 // throttle, cancels a move held back by a throttle, decommissions a broker and
 // looks at the balance, on a 3-broker cluster.
 func TestReassignment(t *testing.T) {
-	c := brokertest.NewCluster(t, 3)
+	// Small replica fetches, so a partition takes several: the throttle shows
+	// between them.
+	c := brokertest.NewCluster(t, 3, brokertest.WithProps(map[string]string{"replica.fetch.max.bytes": "65536"}))
 	env := cmdtest.NewEnv(t, c.Addrs())
 	env.F.ClientTimeout = 15 * time.Second
 	adm := c.Admin()
