@@ -272,6 +272,32 @@ func TestBrowserWalkthrough(t *testing.T) {
 	p.click("#m-browse")
 	p.waitJS("filtered records", 10*time.Second, `document.querySelectorAll('#message-table tbody tr').length === 1 && document.querySelector('tr[data-offset="7"]')`)
 
+	// A live consumer group: its member and assignment, its lag caught up.
+	app, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.ConsumerGroup("app"), kgo.ConsumeTopics("test"),
+		kgo.ClientID("ui-test-consumer"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.AutoCommitInterval(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, stopApp := context.WithCancel(ctx)
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		for actx.Err() == nil {
+			app.PollFetches(actx)
+		}
+	}()
+	p.open("/groups")
+	p.waitJS("group app listed", 20*time.Second, `document.querySelector('tr[data-group="app"] .c-state').textContent === 'Stable' &&
+		document.querySelector('tr[data-group="app"] .c-members').textContent === '1' && document.querySelector('tr[data-group="lagging"]')`)
+	p.open("/groups/app")
+	p.waitJS("member and assignment", 10*time.Second, `document.querySelector('#member-table').textContent.includes('ui-test-consumer') &&
+		document.querySelector('#member-table').textContent.includes('test [0,1,2]')`)
+	p.waitJS("caught up", 20*time.Second, `document.querySelector('#card-total-lag .value').textContent === '0' &&
+		document.querySelector('tr[data-tp="test-0"] .c-committed').textContent === '21'`)
+	stopApp()
+	<-polled
+	app.Close()
+
 	// Group lag view: lag per partition, growing as records arrive, charted.
 	p.open("/groups/lagging")
 	p.waitJS("lag", 10*time.Second, `document.querySelector('tr[data-tp="test-0"] .c-lag').textContent === '16'`)

@@ -211,3 +211,31 @@ func admin(t *testing.T, brokers []string) *kadm.Client {
 	t.Cleanup(cl.Close)
 	return kadm.NewClient(cl)
 }
+
+func TestEventStreamsAreBounded(t *testing.T) {
+	c := cmdtest.Cluster(t, kfake.NumBrokers(1))
+	con := startConsole(t, c.ListenAddrs(), nil)
+	open := func() *http.Response {
+		resp, err := http.Get(con.url + "/api/events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	for range maxStreams {
+		resp := open()
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+			t.Fatalf("stream: %d %v", resp.StatusCode, resp.Header)
+		}
+		buf := make([]byte, 64)
+		if _, err := resp.Body.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp := open()
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("stream %d: %d, want 503", maxStreams+1, resp.StatusCode)
+	}
+}

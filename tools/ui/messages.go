@@ -249,6 +249,10 @@ func (s *Server) apiMessages(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
+	if !acquire(w, s.browsing, "message browses") {
+		return
+	}
+	defer func() { <-s.browsing }()
 	recs, hw, err := s.browse(r.Context(), q)
 	if err != nil {
 		writeError(w, http.StatusBadGateway, err)

@@ -21,6 +21,22 @@ import (
 //go:embed assets
 var assets embed.FS
 
+const (
+	maxStreams = 256 // event streams open at once
+	maxBrowses = 4   // message browses at once
+)
+
+// acquire takes a slot of sem, or answers 503 when none is free.
+func acquire(w http.ResponseWriter, sem chan struct{}, what string) bool {
+	select {
+	case sem <- struct{}{}:
+		return true
+	default:
+		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("too many %s at once; try again", what))
+		return false
+	}
+}
+
 // Config is what a console needs besides the cluster connection.
 type Config struct {
 	Listen    string        // host:port the console is reached on (for the Host check)
@@ -40,6 +56,10 @@ type Server struct {
 	mux   *http.ServeMux
 
 	groups *groupCache
+
+	// Bounds on what viewers can make the console hold at once.
+	streams  chan struct{} // open event streams
+	browsing chan struct{} // message browses in flight (each is a Kafka client)
 
 	zkMu sync.Mutex
 	zk   *zk.Conn
@@ -65,7 +85,7 @@ func New(f *cmdutil.Factory, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{f: f, cfg: cfg, cache: c, guard: g, page: page, mux: http.NewServeMux(),
-		groups: newGroupCache(c, cfg.Refresh)}
+		groups: newGroupCache(c, cfg.Refresh), streams: make(chan struct{}, maxStreams), browsing: make(chan struct{}, maxBrowses)}
 	s.routes()
 	return s, nil
 }
@@ -153,6 +173,10 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
+	if !acquire(w, s.streams, "open pages") {
+		return
+	}
+	defer func() { <-s.streams }()
 	ch, cancel := s.cache.subscribe()
 	defer cancel()
 	w.Header().Set("Content-Type", "text/event-stream")
