@@ -180,7 +180,7 @@ func (u *unsecuredValidator) validate(_ context.Context, token string) (string, 
 	if !ok {
 		return "", errors.New("no numeric exp claim")
 	}
-	if now.After(time.UnixMilli(int64(exp*1000)).Add(u.skew)) {
+	if now.After(time.UnixMilli(int64(exp * 1000)).Add(u.skew)) {
 		return "", errors.New("the token has expired")
 	}
 	if iat, ok := claims["iat"]; ok {

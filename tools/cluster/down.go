@@ -88,7 +88,7 @@ func runDown(ctx context.Context, o *DownOptions) error {
 	}
 	controller := int32(-1)
 	if len(live) > 0 {
-		if reg, err := readRegistration(ctx, o.Factory, st.Addrs(), 2*time.Second); err == nil {
+		if reg, err := readRegistration(ctx, o.Factory, st.Addrs(), 2*time.Second, st.clientOpts(o.Factory)); err == nil {
 			controller = reg.Controller
 		}
 		sort.SliceStable(live, func(i, j int) bool { return live[j].ID == controller && live[i].ID != controller })
@@ -119,7 +119,7 @@ func (o *DownOptions) waitGoneFromController(ctx context.Context, st *State, con
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		reg, err := readRegistration(ctx, o.Factory, []string{rec.Addr}, time.Second)
+		reg, err := readRegistration(ctx, o.Factory, []string{rec.Addr}, time.Second, st.clientOpts(o.Factory))
 		if err == nil && !slices.Contains(reg.Brokers, id) {
 			return
 		}

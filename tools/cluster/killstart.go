@@ -184,7 +184,7 @@ func runStart(ctx context.Context, o *BrokerOptions) error {
 	if err := st.Save(); err != nil {
 		return err
 	}
-	if _, err := waitRegistered(ctx, o.Factory, st.Addrs(), []int32{o.ID}, o.Wait, func() error {
+	if _, err := waitRegistered(ctx, o.Factory, st.Addrs(), []int32{o.ID}, o.Wait, st.clientOpts(o.Factory), func() error {
 		if !p.Alive() {
 			return exitedError(fmt.Sprintf("broker %d", o.ID), p)
 		}

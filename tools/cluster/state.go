@@ -1,13 +1,19 @@
 package cluster
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ktoolhq/ktool/tools/cmdutil"
 )
 
 // StateFile records what `ktool cluster up` started, in the cluster directory.
@@ -34,6 +40,21 @@ type State struct {
 	Supervisor *Proc          `json:"supervisor,omitempty"`
 	Socket     string         `json:"socket,omitempty"`
 	Brokers    []BrokerRecord `json:"brokers"`
+	// Security is how ktool authenticates to a secure cluster (its admin user).
+	Security *cmdutil.Security `json:"security,omitempty"`
+}
+
+// clientOpts are the TLS and SASL options to reach the cluster's brokers.
+func (st *State) clientOpts(f *cmdutil.Factory) []kgo.Opt {
+	if st.Security == nil {
+		return nil
+	}
+	opts, err := f.SecurityOpts(*st.Security)
+	if err != nil {
+		// Unreadable files: the connection fails and says so.
+		return []kgo.Opt{kgo.Dialer(func(context.Context, string, string) (net.Conn, error) { return nil, err })}
+	}
+	return opts
 }
 
 // BrokerRecord is one broker of the cluster.

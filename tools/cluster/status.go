@@ -96,7 +96,7 @@ func runStatus(ctx context.Context, o *StatusOptions) error {
 	}
 	reg := registration{Controller: -1}
 	if st.Running() {
-		if r, err := readRegistration(ctx, o.Factory, st.Addrs(), 3*time.Second); err == nil {
+		if r, err := readRegistration(ctx, o.Factory, st.Addrs(), 3*time.Second, st.clientOpts(o.Factory)); err == nil {
 			reg = r
 		}
 	}

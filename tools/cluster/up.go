@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ktoolhq/ktool/internal/zkinstall"
 	"github.com/ktoolhq/ktool/tools/cmdutil"
@@ -43,6 +45,7 @@ type UpOptions struct {
 	Profile         string
 	Foreground      bool
 	Wait            time.Duration
+	Secure          bool
 
 	// Changed says which of the spec's flags were given; the others come
 	// from DIR/cluster.yaml when it exists.
@@ -124,6 +127,8 @@ DIR/cluster.json and on nothing else.`,
 	fl.StringVar(&opts.Profile, "profile-name", def.Profile, "profile to save with the brokers' addresses (\"\" saves none)")
 	fl.BoolVar(&opts.Foreground, "foreground", false, "stay in the foreground and stop the cluster on Ctrl-C")
 	fl.DurationVar(&opts.Wait, "wait", time.Minute, "how long to wait for the brokers to register")
+	fl.BoolVar(&opts.Secure, "secure", false, "SASL_SSL with SCRAM on the brokers' ports and TLS between brokers on the ports after them; "+
+		"certificates under DIR/pki, an admin user whose password is in DIR/admin.password, a profile and DIR/client.properties that use it")
 	opts.Output.Register(cmd)
 	_ = cmd.MarkFlagDirname("dir")
 	_ = cmd.MarkFlagDirname("from")
@@ -159,6 +164,9 @@ func (o *UpOptions) spec() (setup.Spec, error) {
 	}
 	if changed("profile-name") || !ok {
 		spec.Profile = o.Profile
+	}
+	if changed("secure") || !ok {
+		spec.Secure = o.Secure
 	}
 	switch {
 	case o.ZooKeeper != "":
@@ -238,6 +246,18 @@ func (o *UpOptions) start(ctx context.Context) (*State, error) {
 		return nil, err
 	}
 	st := &State{Version: 1, Dir: o.Dir, Mode: ModeZooKeeper, ZooKeeper: spec.ZooKeeperConnect()}
+	// Until the SCRAM admin exists, ktool authenticates as the same admin with
+	// PLAIN, which the brokers' JAAS line knows.
+	var bootstrap []kgo.Opt
+	if spec.Secure {
+		st.Security = &cmdutil.Security{TLSCA: setup.CAFile(o.Dir), SASLMechanism: "SCRAM-SHA-512",
+			SASLUser: setup.AdminUser, SASLPasswordFile: setup.AdminPasswordFile(o.Dir)}
+		plain := *st.Security
+		plain.SASLMechanism = "PLAIN"
+		if bootstrap, err = o.Factory.SecurityOpts(plain); err != nil {
+			return nil, err
+		}
+	}
 	if spec.ZooKeeper == setup.ZKEmbedded {
 		st.Mode, st.Socket = ModeEmbedded, socket
 	}
@@ -258,10 +278,16 @@ func (o *UpOptions) start(ctx context.Context) (*State, error) {
 	for i := range want {
 		want[i] = int32(i)
 	}
-	reg, err := waitRegistered(ctx, o.Factory, st.Addrs(), want, o.Wait, func() error { return st.checkAlive() })
+	reg, err := waitRegistered(ctx, o.Factory, st.Addrs(), want, o.Wait, bootstrap, func() error { return st.checkAlive() })
 	if err != nil {
 		o.abort(st)
 		return nil, err
+	}
+	if spec.Secure {
+		if err := o.createAdmin(ctx, st, bootstrap); err != nil {
+			o.abort(st)
+			return nil, err
+		}
 	}
 	profileMsg, err := saveProfile(o.Factory, spec.Profile, st)
 	if err != nil {
@@ -390,7 +416,7 @@ func saveProfile(f *cmdutil.Factory, name string, st *State) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cfg.Profiles[name] = &cmdutil.Profile{Brokers: st.Addrs(), Zookeeper: st.ZooKeeper}
+	cfg.Profiles[name] = &cmdutil.Profile{Brokers: st.Addrs(), Zookeeper: st.ZooKeeper, Security: st.Security}
 	current := cfg.Current == "" || cfg.Current == name
 	if current {
 		cfg.Current = name
@@ -402,4 +428,35 @@ func saveProfile(f *cmdutil.Factory, name string, st *State) (string, error) {
 		return fmt.Sprintf("Profile %q (current) saved in %s: ktool commands now talk to this cluster.", name, cfg.Path()), nil
 	}
 	return fmt.Sprintf("Profile %q saved in %s; use it with --profile %s or `ktool profile use %s`.", name, cfg.Path(), name, name), nil
+}
+
+// createAdmin makes the SCRAM admin user of a secure cluster (both
+// mechanisms), through the brokers, authenticated with PLAIN.
+func (o *UpOptions) createAdmin(ctx context.Context, st *State, bootstrap []kgo.Opt) error {
+	pass, err := setup.AdminPassword(st.Dir)
+	if err != nil {
+		return err
+	}
+	opts := append([]kgo.Opt{kgo.SeedBrokers(st.Addrs()...), kgo.ClientID("ktool-cluster")}, bootstrap...)
+	cl, err := kgo.NewClient(append(opts, o.Factory.ClientOpts...)...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var ups []kadm.UpsertSCRAM
+	for _, m := range []kadm.ScramMechanism{kadm.ScramSha256, kadm.ScramSha512} {
+		ups = append(ups, kadm.UpsertSCRAM{User: setup.AdminUser, Mechanism: m, Iterations: 4096, Password: pass})
+	}
+	res, err := kadm.NewClient(cl).AlterUserSCRAMs(rctx, nil, ups)
+	if err == nil {
+		err = res.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("creating the SCRAM admin user: %w", err)
+	}
+	fmt.Fprintf(o.Factory.IO.ErrOut, "Secure cluster: SASL_SSL with SCRAM-SHA-512 as %q (password in %s), CA %s, client settings in %s.\n",
+		setup.AdminUser, setup.AdminPasswordFile(st.Dir), setup.CAFile(st.Dir), filepath.Join(st.Dir, "client.properties"))
+	return nil
 }

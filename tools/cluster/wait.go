@@ -24,8 +24,9 @@ type registration struct {
 }
 
 // readRegistration asks the brokers at addrs for metadata, bounded by d.
-func readRegistration(ctx context.Context, f *cmdutil.Factory, addrs []string, d time.Duration) (registration, error) {
-	opts := append([]kgo.Opt{kgo.SeedBrokers(addrs...), kgo.ClientID("ktool-cluster"), kgo.DialTimeout(d)}, f.ClientOpts...)
+func readRegistration(ctx context.Context, f *cmdutil.Factory, addrs []string, d time.Duration, sec []kgo.Opt) (registration, error) {
+	opts := append([]kgo.Opt{kgo.SeedBrokers(addrs...), kgo.ClientID("ktool-cluster"), kgo.DialTimeout(d)}, sec...)
+	opts = append(opts, f.ClientOpts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return registration{}, err
@@ -48,7 +49,7 @@ func readRegistration(ctx context.Context, f *cmdutil.Factory, addrs []string, d
 // waitRegistered polls until every broker of want is registered and a
 // controller is elected among the registered brokers. check is called on
 // every round and ends the wait with its error (a process that died).
-func waitRegistered(ctx context.Context, f *cmdutil.Factory, addrs []string, want []int32, timeout time.Duration, check func() error) (registration, error) {
+func waitRegistered(ctx context.Context, f *cmdutil.Factory, addrs []string, want []int32, timeout time.Duration, sec []kgo.Opt, check func() error) (registration, error) {
 	deadline := time.Now().Add(timeout)
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
@@ -58,7 +59,7 @@ func waitRegistered(ctx context.Context, f *cmdutil.Factory, addrs []string, wan
 		if err := check(); err != nil {
 			return last, err
 		}
-		r, err := readRegistration(ctx, f, addrs, 2*time.Second)
+		r, err := readRegistration(ctx, f, addrs, 2*time.Second, sec)
 		if err == nil {
 			last, lastErr = r, nil
 			if containsAll(r.Brokers, want) && slices.Contains(r.Brokers, r.Controller) {

@@ -293,12 +293,18 @@ func ReadSecretFile(path string) (string, error) {
 	return strings.TrimRight(line, "\r"), nil
 }
 
-// securityOpts are the kgo options for TLS and SASL.
+// securityOpts are the kgo options for TLS and SASL of the resolved settings.
 func (f *Factory) securityOpts() ([]kgo.Opt, error) {
 	s, err := f.Security()
 	if err != nil {
 		return nil, err
 	}
+	return f.SecurityOpts(s)
+}
+
+// SecurityOpts are the kgo options for TLS and SASL of s alone (commands that
+// know the cluster's security themselves, such as ktool cluster).
+func (f *Factory) SecurityOpts(s Security) ([]kgo.Opt, error) {
 	var opts []kgo.Opt
 	cfg, err := s.tlsConfig()
 	if err != nil {

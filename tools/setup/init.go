@@ -94,6 +94,7 @@ used, and --start starts the cluster.`,
 	fl.IntVar(&s.MinInsyncReplicas, "min-insync-replicas", s.MinInsyncReplicas, "min.insync.replicas")
 	fl.BoolVar(&s.UncleanElection, "unclean-leader-election", s.UncleanElection, "unclean.leader.election.enable")
 	fl.BoolVar(&s.AutoLeaderRebalance, "auto-leader-rebalance", s.AutoLeaderRebalance, "auto.leader.rebalance.enable")
+	fl.BoolVar(&s.Secure, "secure", s.Secure, "SASL_SSL with SCRAM for clients and TLS between brokers (certificates and an admin user made under the directory)")
 	fl.StringVar(&s.Assignor, "assignor", s.Assignor, "clients' default assignor: "+strings.Join(Assignors(), ", "))
 	fl.StringVar(&s.Compression, "compression", s.Compression, "compression.type: "+strings.Join(Compressions(), ", "))
 	fl.StringVar(&s.Profile, "profile-name", s.Profile, "profile saved when the cluster is up (\"\": none)")
@@ -316,6 +317,13 @@ func (o *InitOptions) ask(p *prompter) error {
 		}
 		s.AutoLeaderRebalance = v
 	}
+	if !o.Changed("secure") {
+		v, err := p.confirm("Secure the cluster (SASL_SSL with SCRAM for clients, TLS between brokers, an admin user)?", s.Secure)
+		if err != nil {
+			return err
+		}
+		s.Secure = v
+	}
 	if !o.Changed("assignor") {
 		if err := p.choose(&s.Assignor, "Clients' default partition assignor:", Assignors()); err != nil {
 			return err
@@ -431,6 +439,7 @@ func writeSummary(w io.Writer, dir string, s Spec) {
 		{"min.insync.replicas", strconv.Itoa(s.MinInsyncReplicas)},
 		{"unclean.leader.election", strconv.FormatBool(s.UncleanElection)},
 		{"auto.leader.rebalance", strconv.FormatBool(s.AutoLeaderRebalance)},
+		{"Security", security(s)},
 		{"Default assignor", s.Assignor},
 		{"compression.type", s.Compression},
 		{"Profile", profile},
@@ -518,4 +527,11 @@ func (p *prompter) chooseWithHelp(v *string, msg string, options []string, help 
 	}
 	*v = ans
 	return nil
+}
+
+func security(s Spec) string {
+	if !s.Secure {
+		return "none (PLAINTEXT)"
+	}
+	return fmt.Sprintf("SASL_SSL + SCRAM-SHA-512 (user %s) on the broker ports, SSL between brokers on %d-%d", AdminUser, s.BasePort+s.Brokers, s.BasePort+2*s.Brokers-1)
 }

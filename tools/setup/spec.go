@@ -68,6 +68,10 @@ type Spec struct {
 
 	// Profile names the ktool profile saved when the cluster is up ("" saves none).
 	Profile string `json:"profile" yaml:"profile"`
+	// Secure runs SASL_SSL with SCRAM on the brokers' ports and TLS with client
+	// certificates between brokers on the ports after them; certificates and
+	// passwords are made under the cluster directory.
+	Secure bool `json:"secure,omitempty" yaml:"secure,omitempty"`
 	// Settings are more server.properties settings for every broker.
 	Settings map[string]string `json:"settings,omitempty" yaml:"settings,omitempty"`
 }
@@ -107,13 +111,13 @@ func (s Spec) Validate() error {
 	if strings.TrimSpace(s.Host) == "" || strings.ContainsAny(s.Host, " /,") {
 		bad("host %q is not a host name or address", s.Host)
 	}
-	if s.BasePort < 1 || s.BasePort+max(s.Brokers, 1)-1 > 65535 {
+	if s.BasePort < 1 || s.BasePort+s.listenerPorts()-1 > 65535 {
 		bad("base port %d leaves no room for %d brokers", s.BasePort, s.Brokers)
 	}
 	if s.MetricsBasePort != 0 {
 		if s.MetricsBasePort < 1 || s.MetricsBasePort+max(s.Brokers, 1)-1 > 65535 {
 			bad("metrics base port %d leaves no room for %d brokers", s.MetricsBasePort, s.Brokers)
-		} else if overlap(s.BasePort, s.MetricsBasePort, s.Brokers) {
+		} else if overlap(s.BasePort, s.MetricsBasePort, s.listenerPorts()) || overlap(s.MetricsBasePort, s.BasePort, s.Brokers) {
 			bad("metrics ports %d-%d overlap the broker ports %d-%d", s.MetricsBasePort, s.MetricsBasePort+s.Brokers-1, s.BasePort, s.BasePort+s.Brokers-1)
 		}
 	}
@@ -121,7 +125,7 @@ func (s Spec) Validate() error {
 	case ZKAuto, ZKLocal:
 		if s.ZooKeeperPort < 1 || s.ZooKeeperPort > 65535 {
 			bad("ZooKeeper port %d is not a port", s.ZooKeeperPort)
-		} else if overlap(s.BasePort, s.ZooKeeperPort, s.Brokers) || s.MetricsBasePort != 0 && overlap(s.MetricsBasePort, s.ZooKeeperPort, s.Brokers) {
+		} else if overlap(s.BasePort, s.ZooKeeperPort, s.listenerPorts()) || s.MetricsBasePort != 0 && overlap(s.MetricsBasePort, s.ZooKeeperPort, s.Brokers) {
 			bad("ZooKeeper port %d is one of the brokers' ports", s.ZooKeeperPort)
 		}
 	case ZKExternal:
@@ -192,8 +196,10 @@ func ValidZooKeeperAddr(addr string) error {
 // it is started locally.
 func (s Spec) Ports() []int {
 	var ports []int
-	for i := range s.Brokers {
+	for i := range s.listenerPorts() {
 		ports = append(ports, s.BasePort+i)
+	}
+	for i := range s.Brokers {
 		if s.MetricsBasePort != 0 {
 			ports = append(ports, s.MetricsBasePort+i)
 		}
@@ -219,6 +225,16 @@ func (s Spec) CheckPortsFree() error {
 		return fmt.Errorf("ports in use on %s: %s", s.Host, strings.Join(busy, ", "))
 	}
 	return nil
+}
+
+// listenerPorts is how many consecutive ports from BasePort the brokers use:
+// one each, two each when secure (client, then inter-broker).
+func (s Spec) listenerPorts() int {
+	n := max(s.Brokers, 1)
+	if s.Secure {
+		return 2 * n
+	}
+	return n
 }
 
 // BrokerAddr is broker id's host:port.
@@ -287,6 +303,20 @@ func (s Spec) BrokerProps(dir string, id int) map[string]string {
 	return p
 }
 
+// brokerFileProps are BrokerProps with, for a secure cluster, the listener
+// and security settings (which need the generated passwords).
+func (s Spec) brokerFileProps(dir string, id int, sec secrets) map[string]string {
+	p := s.BrokerProps(dir, id)
+	if s.Secure {
+		for k, v := range s.secureBrokerProps(dir, id, sec) {
+			if _, set := s.Settings[k]; !set {
+				p[k] = v
+			}
+		}
+	}
+	return p
+}
+
 // ConfigPath is broker id's server.properties.
 func ConfigPath(dir string, id int) string {
 	return filepath.Join(BrokerDir(dir, id), "server.properties")
@@ -321,6 +351,13 @@ func (s Spec) WriteFiles(dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	var sec secrets
+	if s.Secure {
+		var err error
+		if sec, err = s.ensurePKI(dir); err != nil {
+			return nil, fmt.Errorf("making the secure cluster's certificates: %w", err)
+		}
+	}
 	b, err := yaml.Marshal(s)
 	if err != nil {
 		return nil, err
@@ -334,18 +371,28 @@ func (s Spec) WriteFiles(dir string) ([]string, error) {
 		files = append(files, struct {
 			path string
 			body []byte
-		}{ConfigPath(dir, id), properties(fmt.Sprintf("broker %d of the local cluster in %s", id, dir), s.BrokerProps(dir, id))})
+		}{ConfigPath(dir, id), properties(fmt.Sprintf("broker %d of the local cluster in %s", id, dir), s.brokerFileProps(dir, id, sec))})
 	}
 	files = append(files, struct {
 		path string
 		body []byte
-	}{filepath.Join(dir, "client.properties"), properties("client defaults for the local cluster in "+dir, s.ClientProps())})
+	}{filepath.Join(dir, "client.properties"), properties("client defaults for the local cluster in "+dir, s.clientFileProps(dir, sec))})
+	if s.Secure {
+		files = append(files, struct {
+			path string
+			body []byte
+		}{KcatConfig(dir), properties("librdkafka (kcat -F) settings for the local cluster in "+dir, kcatProps(s, dir, sec))})
+	}
 	var written []string
 	for _, f := range files {
 		if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
 			return written, err
 		}
-		if err := writeAtomic(f.path, f.body); err != nil {
+		mode := os.FileMode(0o644)
+		if s.Secure {
+			mode = 0o600 // they hold passwords
+		}
+		if err := writeAtomic(f.path, f.body, mode); err != nil {
 			return written, err
 		}
 		written = append(written, f.path)
@@ -382,6 +429,17 @@ func (s Spec) ClientProps() map[string]string {
 	return p
 }
 
+// clientFileProps are ClientProps with a secure cluster's security lines.
+func (s Spec) clientFileProps(dir string, sec secrets) map[string]string {
+	p := s.ClientProps()
+	if s.Secure {
+		for k, v := range secureClientProps(dir, sec) {
+			p[k] = v
+		}
+	}
+	return p
+}
+
 func properties(title string, p map[string]string) []byte {
 	keys := make([]string, 0, len(p))
 	for k := range p {
@@ -407,9 +465,9 @@ func escapeValue(v string) string {
 	return v
 }
 
-func writeAtomic(path string, body []byte) error {
+func writeAtomic(path string, body []byte, mode os.FileMode) error {
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, body, 0o644); err != nil {
+	if err := os.WriteFile(tmp, body, mode); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)
