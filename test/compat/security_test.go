@@ -16,6 +16,7 @@ import (
 	"github.com/ktoolhq/ktool/internal/brokerproc"
 	"github.com/ktoolhq/ktool/internal/brokerproc/proctest"
 	"github.com/ktoolhq/ktool/internal/certgen"
+	"github.com/ktoolhq/ktool/internal/zktest"
 )
 
 // secureBroker is a `ktool broker start` child with a listener of every
@@ -245,4 +246,79 @@ func runEnv(ctx context.Context, t testing.TB, env []string, name string, args .
 		t.Fatalf("%s %s: %v\nstderr:\n%s", filepath.Base(name), strings.Join(args, " "), err, tail(se.String(), 40))
 	}
 	return so.Bytes()
+}
+
+// TestSCRAMBetweenBrokers: the brokers' own SCRAM user is written straight to
+// ZooKeeper before any broker runs (`ktool user create --zookeeper`), then two
+// brokers authenticate to each other with SCRAM-SHA-512 over SASL_SSL on the
+// inter-broker listener: the controller's requests reach both (they become
+// ready) and a follower replicates (the ISR holds both).
+func TestSCRAMBetweenBrokers(t *testing.T) {
+	bin, err := ktool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ca, err := certgen.NewCA("scram-ca", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile, _, _, err := ca.WriteCA(dir, "changeit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := ca.Sign(certgen.Options{CommonName: "broker", Hosts: []string{"127.0.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf, err := srv.WriteFiles(dir, "broker", ca, "changeit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zk := zktest.Start(t)
+	chroot := zk.Addr() + "/scram"
+	ctx := testCtx(t, 2*time.Minute)
+	runEnv(ctx, t, []string{"KTOOL_USER_PASSWORD=broker-secret"}, bin, "user", "create", "broker", "--zookeeper", chroot, "--mechanism", "SCRAM-SHA-512")
+	runEnv(ctx, t, []string{"KTOOL_USER_PASSWORD=app-secret"}, bin, "user", "create", "app", "--zookeeper", chroot)
+	var clients []string
+	for id := int32(0); id < 2; id++ {
+		port, err := brokerproc.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		internal := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		client := freeAddr(t)
+		clients = append(clients, client)
+		args := []string{"--listeners", "INTERNAL://" + internal + ",CLIENT://" + client}
+		for _, o := range []string{
+			"listener.security.protocol.map=INTERNAL:SASL_SSL,CLIENT:SASL_SSL",
+			"inter.broker.listener.name=INTERNAL",
+			"sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512",
+			"sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512",
+			`listener.name.internal.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="broker-secret";`,
+			"ssl.keystore.type=PKCS12", "ssl.keystore.location=" + sf.Keystore, "ssl.keystore.password=changeit",
+			"ssl.truststore.type=PEM", "ssl.truststore.location=" + caFile,
+			"offsets.topic.replication.factor=2", "zookeeper.session.timeout.ms=6000",
+		} {
+			args = append(args, "--override", o)
+		}
+		proctest.Broker(t, brokerproc.Spec{Bin: bin, ID: id, Port: port, Dir: filepath.Join(dir, fmt.Sprint(id)), ZooKeeper: chroot, Args: args}, 30*time.Second)
+	}
+	pw := filepath.Join(dir, "app.pw")
+	if err := os.WriteFile(pw, []byte("app-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	flags := []string{"--brokers", strings.Join(clients, ","), "--tls-ca", caFile, "--sasl-mechanism", "SCRAM-SHA-256", "--sasl-user", "app", "--sasl-password-file", pw}
+	run(ctx, t, nil, bin, append(flags, "topic", "create", "repl", "-p", "1", "-r", "2")...)
+	run(ctx, t, []byte("a\nb\n"), bin, append(flags, "produce", "repl")...)
+	eventually(t, 30*time.Second, func() error {
+		out, stderr, err := runErr(ctx, nil, bin, append(flags, "topic", "describe", "repl", "-o", "json")...)
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, stderr)
+		}
+		if !strings.Contains(strings.Join(strings.Fields(string(out)), ""), `"isr":[0,1]`) && !strings.Contains(strings.Join(strings.Fields(string(out)), ""), `"isr":[1,0]`) {
+			return fmt.Errorf("ISR not both brokers yet: %s", out)
+		}
+		return nil
+	})
 }

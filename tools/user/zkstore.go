@@ -2,10 +2,7 @@ package user
 
 import (
 	"context"
-	"errors"
 	"fmt"
-
-	gozk "github.com/go-zookeeper/zk"
 
 	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/tools/zk"
@@ -18,10 +15,15 @@ type zkStore struct{ c *zk.Conn }
 func (z zkStore) close() { z.c.Close() }
 
 func (z zkStore) read(ctx context.Context, user string) (map[string]string, int32, bool, error) {
-	data, st, err := z.c.Get(ctx, zkdata.ConfigUserPath(user))
-	if errors.Is(err, gozk.ErrNoNode) {
+	// tools/zk's errors name the znode rather than wrap ErrNoNode: ask first.
+	ok, _, err := z.c.Exists(ctx, zkdata.ConfigUserPath(user))
+	if err != nil {
+		return nil, 0, false, err
+	}
+	if !ok {
 		return map[string]string{}, -1, false, nil
 	}
+	data, st, err := z.c.Get(ctx, zkdata.ConfigUserPath(user))
 	if err != nil {
 		return nil, 0, false, err
 	}
@@ -34,9 +36,15 @@ func (z zkStore) read(ctx context.Context, user string) (map[string]string, int3
 
 func (z zkStore) list(ctx context.Context, users []string) ([]Credential, error) {
 	if len(users) == 0 {
-		names, _, err := z.c.Children(ctx, zkdata.ConfigUsersPath)
-		if err != nil && !errors.Is(err, gozk.ErrNoNode) {
+		ok, _, err := z.c.Exists(ctx, zkdata.ConfigUsersPath)
+		if err != nil {
 			return nil, err
+		}
+		var names []string
+		if ok {
+			if names, _, err = z.c.Children(ctx, zkdata.ConfigUsersPath); err != nil {
+				return nil, err
+			}
 		}
 		for _, n := range names {
 			if u, err := zkdata.DesanitizeUser(n); err == nil {

@@ -224,14 +224,15 @@ func (c *Conn) CreateSequential(ctx context.Context, p string, data []byte) (str
 	return strings.TrimPrefix(name, c.chroot), nil
 }
 
-// EnsurePath creates p and its missing parents as empty persistent znodes.
+// EnsurePath creates p and its missing parents as empty persistent znodes,
+// the chroot's included (as a broker creates its chroot).
 func (c *Conn) EnsurePath(ctx context.Context, p string) error {
 	cur := ""
-	for _, part := range strings.Split(strings.Trim(p, "/"), "/") {
+	for _, part := range strings.Split(strings.Trim(c.full(p), "/"), "/") {
 		cur += "/" + part
-		err := c.Create(ctx, cur, nil, false)
+		_, err := do(ctx, func() (string, error) { return c.zc.Create(cur, nil, 0, gozk.WorldACL(gozk.PermAll)) })
 		if err != nil && !errors.Is(err, gozk.ErrNodeExists) {
-			return err
+			return c.wrap("creating", cur, err)
 		}
 	}
 	return nil
