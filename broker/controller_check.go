@@ -13,7 +13,8 @@ package broker
 //   - StopReplica deletes a log only of a topic being deleted, gone, or no longer
 //     assigned to this broker;
 //   - UpdateMetadata keeps only registered brokers at their registered endpoints,
-//     and drops a topic only once the store has dropped it (or is deleting it).
+//     changes a partition's leader only as its state znode says, and drops a
+//     topic only once the store has dropped it (or is deleting it).
 //
 // A store that cannot be read makes the check fail with errStoreUnavailable; the
 // handler then closes the connection without answering, so the controller's
@@ -399,6 +400,9 @@ func (b *Broker) verifyUpdateMetadata(ctx context.Context, req *kmsg.UpdateMetad
 		live = append(live, lb)
 	}
 	req.LiveBrokers = live
+	if err := b.verifyChangedPartitions(ctx, req); err != nil {
+		return err
+	}
 	named := map[string]bool{}
 	check := func(topic string) error {
 		if named[topic] {
@@ -465,4 +469,84 @@ func (b *Broker) verifyRegistration(ctx context.Context, id int32, epoch int64) 
 		return fmt.Errorf("%w: broker %d's epoch is %d, not %d", kerr.StaleBrokerEpoch, id, st.Czxid, epoch)
 	}
 	return nil
+}
+
+// verifyChangedPartitions checks the partitions whose leader or leader epoch an
+// UpdateMetadata changes (or adds) against their state znodes, so a forged one
+// cannot send clients to the wrong leader. Unchanged partitions cost nothing;
+// the reads run 16 at a time.
+func (b *Broker) verifyChangedPartitions(ctx context.Context, req *kmsg.UpdateMetadataRequest) error {
+	type change struct {
+		topic               string
+		partition           int32
+		leader, leaderEpoch int32
+	}
+	var changed []change
+	add := func(topic string, p kmsg.UpdateMetadataRequestTopicPartition) {
+		if pm, ok := b.meta.partition(topic, p.Partition); ok && pm.Leader == p.Leader && pm.LeaderEpoch == p.LeaderEpoch {
+			return
+		}
+		changed = append(changed, change{topic, p.Partition, p.Leader, p.LeaderEpoch})
+	}
+	for _, p := range req.PartitionStates {
+		add(p.Topic, p)
+	}
+	for _, t := range req.TopicStates {
+		for _, p := range t.PartitionStates {
+			add(t.Topic, p)
+		}
+	}
+	errs := make([]error, len(changed))
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for i, c := range changed {
+		if validateTopicName(c.topic) != nil || c.partition < 0 {
+			errs[i] = fmt.Errorf("%w: partition %s-%d", kerr.InvalidRequest, c.topic, c.partition)
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			data, st, err := b.Store().Get(ctx, zkdata.PartitionStatePath(c.topic, c.partition))
+			switch {
+			case errors.Is(err, coord.ErrNoNode):
+				if c.leader != -1 || c.leaderEpoch != -1 {
+					errs[i] = fmt.Errorf("%w: %s-%d has no state in the store", kerr.InvalidRequest, c.topic, c.partition)
+				}
+				return
+			case err != nil:
+				errs[i] = fmt.Errorf("%w: %v", errStoreUnavailable, err)
+				return
+			}
+			li, err := zkdata.DecodeLeaderIsr(data, st.Version)
+			if err != nil {
+				errs[i] = fmt.Errorf("%w: %v", errStoreUnavailable, err)
+				return
+			}
+			if li.Leader != c.leader || li.LeaderEpoch != c.leaderEpoch {
+				errs[i] = fmt.Errorf("%w: %s-%d leader %d epoch %d, the store has leader %d epoch %d", kerr.InvalidRequest,
+					c.topic, c.partition, c.leader, c.leaderEpoch, li.Leader, li.LeaderEpoch)
+			}
+		}()
+	}
+	wg.Wait()
+	var first error
+	refused := 0
+	for _, err := range errs {
+		if errors.Is(err, errStoreUnavailable) {
+			return err
+		}
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			refused++
+		}
+	}
+	if refused > 1 {
+		return fmt.Errorf("%w (and %d more partitions)", first, refused-1)
+	}
+	return first
 }

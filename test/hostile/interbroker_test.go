@@ -178,6 +178,24 @@ func TestForgedUpdateMetadata(t *testing.T) {
 		um.LiveBrokers = []kmsg.UpdateMetadataRequestLiveBroker{lb}
 		send(t, b, um)
 	}
+	// The right broker, but partition t-0 led by a broker that does not exist.
+	for _, epoch := range guessedEpochs {
+		um := kmsg.NewPtrUpdateMetadataRequest()
+		um.Version, um.ControllerID, um.ControllerEpoch, um.BrokerEpoch = 6, 0, epoch, -1
+		lb := kmsg.NewUpdateMetadataRequestLiveBroker()
+		lb.ID = 0
+		ep := kmsg.NewUpdateMetadataRequestLiveBrokerEndpoint()
+		ep.Host, ep.Port, ep.ListenerName = "127.0.0.1", int32(b.Port()), "PLAINTEXT"
+		lb.Endpoints = []kmsg.UpdateMetadataRequestLiveBrokerEndpoint{ep}
+		um.LiveBrokers = []kmsg.UpdateMetadataRequestLiveBroker{lb}
+		ts := kmsg.NewUpdateMetadataRequestTopicState()
+		ts.Topic = "t"
+		ps := kmsg.NewUpdateMetadataRequestTopicPartition()
+		ps.Topic, ps.Partition, ps.Leader, ps.LeaderEpoch, ps.Replicas, ps.ISR = "t", 0, 5, 9, []int32{5}, []int32{5}
+		ts.PartitionStates = []kmsg.UpdateMetadataRequestTopicPartition{ps}
+		um.TopicStates = []kmsg.UpdateMetadataRequestTopicState{ts}
+		send(t, b, um)
+	}
 	b.alive(t, "forged UpdateMetadata")
 	md := kmsg.NewPtrMetadataRequest()
 	md.Version = 7
@@ -193,6 +211,13 @@ func TestForgedUpdateMetadata(t *testing.T) {
 	}
 	if len(m.Topics) == 0 {
 		t.Error("the forged UpdateMetadata removed every topic from metadata")
+	}
+	for _, tp := range m.Topics {
+		for _, p := range tp.Partitions {
+			if tp.Topic != nil && *tp.Topic == "t" && (p.Leader != 0 || p.ErrorCode != 0) {
+				t.Errorf("t-%d: leader %d, error %v after a forged UpdateMetadata", p.Partition, p.Leader, kerr.ErrorForCode(p.ErrorCode))
+			}
+		}
 	}
 	fetched, err := adm.FetchOffsets(testCtx(t, 30*time.Second), "g")
 	if err != nil {
