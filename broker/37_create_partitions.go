@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/ktoolhq/ktool/broker/controller"
 	"github.com/ktoolhq/ktool/broker/coord"
 	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/broker/protocol"
@@ -103,13 +102,7 @@ func (b *Broker) addPartitions(ctx context.Context, t kmsg.CreatePartitionsReque
 		}
 	} else {
 		// Continue the spread from the existing first replica of partition 0, as Kafka does.
-		start := 0
-		for i, id := range live {
-			if id == a.Partitions[0][0] {
-				start = i
-			}
-		}
-		extra, err = controller.AssignReplicas(live, add, rf, cur, start)
+		extra, err = b.assignReplicas(live, add, rf, cur, a.Partitions[0][0])
 		if err != nil {
 			return fmt.Errorf("%w: %v", kerr.InvalidReplicationFactor, err)
 		}

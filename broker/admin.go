@@ -15,7 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/ktoolhq/ktool/broker/config"
-	"github.com/ktoolhq/ktool/broker/controller"
 	"github.com/ktoolhq/ktool/broker/coord"
 	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/broker/replica"
@@ -114,7 +113,7 @@ func (b *Broker) planTopic(spec *topicSpec) error {
 	if err := b.checkPartitionLimits(int64(spec.Partitions), int64(spec.ReplicationFactor), live, nil); err != nil {
 		return err
 	}
-	a, err := controller.AssignReplicas(live, int(spec.Partitions), int(spec.ReplicationFactor), 0, -1)
+	a, err := b.assignReplicas(live, int(spec.Partitions), int(spec.ReplicationFactor), 0, -1)
 	if err != nil {
 		return fmt.Errorf("%w: %v", kerr.InvalidReplicationFactor, err)
 	}

@@ -35,10 +35,11 @@ const (
 var Stores = []Store{Embedded, ZooKeeper}
 
 type options struct {
-	store  Store
-	props  map[string]string
-	log    bool
-	codecs broker.CodecSource
+	store     Store
+	props     map[string]string
+	perBroker func(id int32) map[string]string
+	log       bool
+	codecs    broker.CodecSource
 }
 
 // Option configures a cluster.
@@ -54,6 +55,12 @@ func WithProps(p map[string]string) Option {
 			o.props[k] = v
 		}
 	}
+}
+
+// WithBrokerProps sets settings that differ per broker (broker.rack, say);
+// they win over WithProps.
+func WithBrokerProps(f func(id int32) map[string]string) Option {
+	return func(o *options) { o.perBroker = f }
 }
 
 // WithCodecs gives the brokers a codec source (tests count codec calls with it).
@@ -147,6 +154,11 @@ func (c *Cluster) start(id int32) {
 	props["listeners"] = fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", port)
 	for k, v := range c.opts.props {
 		props[k] = v
+	}
+	if c.opts.perBroker != nil {
+		for k, v := range c.opts.perBroker(id) {
+			props[k] = v
+		}
 	}
 	cfg, err := config.NewBroker(props)
 	if err != nil {

@@ -220,12 +220,19 @@ func writeTable(w io.Writer, topics []Topic) error {
 			}
 			fmt.Fprintf(w, "Overrides: %s\n", strings.Join(kv, ", "))
 		}
-		tbl := cmdutil.NewTable(w, "Partition", "Leader", "Epoch", "AR", "ISR", "OSR", "Offline", "Preferred", "Start", "HW")
+		header := []string{"Partition", "Leader", "Epoch", "AR", "ISR", "OSR", "Offline", "Preferred", "Start", "HW"}
+		if len(t.Racks) > 0 {
+			header = append(header, "Racks")
+		}
+		tbl := cmdutil.NewTable(w, header...)
 		for _, p := range t.Partitions {
 			row := []string{
 				strconv.Itoa(int(p.Partition)), leaderString(p.Leader), strconv.Itoa(int(p.LeaderEpoch)),
 				ids(p.Replicas), ids(p.ISR), ids(p.OSR), ids(p.Offline), yesNo(p.PreferredLeader),
 				offset(p.LogStartOffset), offset(p.HighWatermark),
+			}
+			if len(t.Racks) > 0 {
+				row = append(row, replicaRacks(p.Replicas, t.Racks))
 			}
 			if err := tbl.Append(row); err != nil {
 				return err
@@ -269,4 +276,17 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// replicaRacks lists the racks of the replicas in AR order ("-" for a broker
+// without one).
+func replicaRacks(replicas []int32, racks map[int32]string) string {
+	out := make([]string, len(replicas))
+	for i, r := range replicas {
+		out[i] = racks[r]
+		if out[i] == "" {
+			out[i] = "-"
+		}
+	}
+	return strings.Join(out, ",")
 }

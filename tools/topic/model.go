@@ -27,6 +27,9 @@ type Topic struct {
 	MinInsyncReplicas int                      `json:"min_insync_replicas" yaml:"min_insync_replicas"`
 	Overrides         []Config                 `json:"config_overrides" yaml:"config_overrides"`
 	Partitions        []replicastate.Partition `json:"partitions" yaml:"partitions"`
+	// Racks is the broker.rack of each broker holding a replica (by broker
+	// id), when the brokers have racks.
+	Racks map[int32]string `json:"racks,omitempty" yaml:"racks,omitempty"`
 }
 
 // Config is a topic config set on the topic itself, overriding the default.
@@ -44,6 +47,12 @@ func Load(ctx context.Context, adm *kadm.Client, names []string, internal bool) 
 		return nil, err
 	}
 	live := replicastate.LiveBrokers(m)
+	racks := map[int32]string{}
+	for _, b := range m.Brokers {
+		if b.Rack != nil && *b.Rack != "" {
+			racks[b.NodeID] = *b.Rack
+		}
+	}
 	var topics []Topic
 	for _, td := range m.Topics.Sorted() {
 		if td.Err != nil {
@@ -67,6 +76,14 @@ func Load(ctx context.Context, adm *kadm.Client, names []string, internal bool) 
 		}
 		for _, pd := range td.Partitions.Sorted() {
 			t.Partitions = append(t.Partitions, replicastate.FromMetadata(pd, live))
+			for _, r := range pd.Replicas {
+				if rack, ok := racks[r]; ok {
+					if t.Racks == nil {
+						t.Racks = map[int32]string{}
+					}
+					t.Racks[r] = rack
+				}
+			}
 		}
 		topics = append(topics, t)
 	}
