@@ -11,6 +11,7 @@ import (
 	"github.com/ktoolhq/ktool/tools/controller"
 	"github.com/ktoolhq/ktool/tools/election"
 	"github.com/ktoolhq/ktool/tools/group"
+	"github.com/ktoolhq/ktool/tools/logdirs"
 	"github.com/ktoolhq/ktool/tools/logdump"
 	"github.com/ktoolhq/ktool/tools/offsets"
 	"github.com/ktoolhq/ktool/tools/perf"
@@ -66,6 +67,7 @@ groups, console produce and consume, and performance tests.`,
 		cert.NewCommand(f),
 		ui.NewCommand(f, nil),
 		reassign.NewCommand(f),
+		logdirs.NewCommand(f),
 	)
 	addCompletionCommand(f, root)
 	cmdutil.RequireSubcommands(root)

@@ -13,6 +13,7 @@ import (
 	"github.com/ktoolhq/ktool/broker/brokertest"
 	"github.com/ktoolhq/ktool/tools/apiversions"
 	"github.com/ktoolhq/ktool/tools/cmdutil/cmdtest"
+	"github.com/ktoolhq/ktool/tools/logdirs"
 	"github.com/ktoolhq/ktool/tools/offsets"
 	"github.com/ktoolhq/ktool/tools/topic"
 )
@@ -74,6 +75,23 @@ func TestOffsetsTrimAPIVersions(t *testing.T) {
 				len(rows) != 2 || rows[0].Offset != 4 || rows[1].Offset != 0 {
 				t.Fatalf("earliest after the trim: %+v, %v", rows, err)
 			}
+
+			// Every broker holds a replica of logs-0 with the six records.
+			brokertest.Eventually(t, 10*time.Second, func() error {
+				var dirs []logdirs.Broker
+				if err := run(t, env, logdirs.NewCommand(env.F), &dirs, "describe", "--topics", "logs", "-o", "json"); err != nil {
+					return err
+				}
+				if len(dirs) != 3 {
+					return errorf("log dirs of %d brokers", len(dirs))
+				}
+				for _, b := range dirs {
+					if b.Replicas != 2 || b.Size == 0 || len(b.Dirs) != 1 || b.Dirs[0].Path != c.Dir(b.ID) {
+						return errorf("broker %d: %+v (dir %s)", b.ID, b, c.Dir(b.ID))
+					}
+				}
+				return nil
+			})
 
 			var brokers []apiversions.Broker
 			if err := run(t, env, apiversions.NewCommand(env.F, nil), &brokers, "-o", "json"); err != nil || len(brokers) != 3 {

@@ -1,0 +1,4 @@
+// Package logdirs implements `ktool log-dirs describe`: every broker's log
+// directories with the size and offset lag of each partition replica in
+// them, and totals per broker, over DescribeLogDirs, as kafka-log-dirs.sh.
+package logdirs
