@@ -28,6 +28,7 @@ func NewCommand(f *cmdutil.Factory) *cobra.Command {
 		NewKillCommand(f, nil),
 		NewStartCommand(f, nil),
 		reassign.NewBalanceCommand(f, nil),
+		setup.NewCheckCommand(f),
 	)
 	return cmd
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -31,6 +32,8 @@ type InitOptions struct {
 	Factory *cmdutil.Factory
 	Spec    Spec
 	Dir     string
+	// Hosts is --hosts: generate a cluster for these machines instead (hosts.go).
+	Hosts HostsSpec
 	// ZooKeeperMode is --zookeeper-mode: local, external or embedded.
 	ZooKeeperMode string
 	Yes           bool
@@ -62,21 +65,39 @@ at most the replication factor); a summary is shown; then it writes
 DIR/cluster.yaml, DIR/broker-<id>/server.properties and DIR/client.properties,
 and offers to start the cluster (` + "`ktool cluster up --from DIR`" + ` does later).
 
+With --hosts h1,h2,h3 it writes a cluster for real machines instead, one
+directory per host: server.properties (broker.id, listeners, advertised name,
+broker.rack from --racks, log.dirs, zookeeper.connect of the ensemble), and on
+the ZooKeeper hosts zoo.cfg with the server.N lines and myid, systemd units for
+the broker and ZooKeeper, and a README.md of the steps; ` + "`ktool cluster check DIR`" + `
+checks such a set.
+
 Every question has a flag; a question whose flag is given is not asked.
 With --yes, or without a terminal, nothing is asked: flags and defaults are
 used, and --start starts the cluster.`,
 		Example: `  ktool cluster init
-  ktool cluster init --yes --dir ./kc -n 3 --base-port 19092 --zookeeper-mode embedded --start`,
+  ktool cluster init --yes --dir ./kc -n 3 --base-port 19092 --zookeeper-mode embedded --start
+  ktool cluster init --hosts kafka1,kafka2,kafka3 --racks eu-1a,eu-1b,eu-1c --dir ./prod`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Changed = cmd.Flags().Changed
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
+			if len(opts.Hosts.Hosts) > 0 {
+				return RunInitHosts(opts)
+			}
 			return RunInit(cmd.Context(), opts)
 		},
 	}
 	fl := cmd.Flags()
+	opts.Hosts = DefaultHostsSpec()
+	hs := &opts.Hosts
+	fl.StringSliceVar(&hs.Hosts, "hosts", nil, "real machines, one broker each: write per-host server.properties, zoo.cfg, myid and systemd units under --dir instead of a local cluster")
+	fl.StringSliceVar(&hs.Racks, "racks", nil, "with --hosts: each host's broker.rack, in host order")
+	fl.StringSliceVar(&hs.ZooKeeperHosts, "zookeeper-hosts", nil, "with --hosts: the hosts running the ZooKeeper ensemble (default: the first 1, 3 or 5)")
+	fl.IntVar(&hs.Port, "broker-port", hs.Port, "with --hosts: the port every broker listens on")
+	fl.StringVar(&hs.DataDir, "data-dir", hs.DataDir, "with --hosts: log.dirs on every host")
 	s := &opts.Spec
 	fl.StringVar(&opts.Dir, "dir", defaultDir, "data directory: the cluster's files, logs and data")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "ask nothing: use the flags and defaults")
@@ -534,4 +555,54 @@ func security(s Spec) string {
 		return "none (PLAINTEXT)"
 	}
 	return fmt.Sprintf("SASL_SSL + SCRAM-SHA-512 (user %s) on the broker ports, SSL between brokers on %d-%d", AdminUser, s.BasePort+s.Brokers, s.BasePort+2*s.Brokers-1)
+}
+
+// RunInitHosts writes the files of a cluster on the hosts in o.Hosts.
+func RunInitHosts(o *InitOptions) error {
+	h := o.Hosts
+	h.Partitions = o.Spec.Partitions
+	n := len(h.Hosts)
+	h.ReplicationFactor, h.MinInsyncReplicas = o.Spec.ReplicationFactor, o.Spec.MinInsyncReplicas
+	if !o.Changed("replication-factor") {
+		h.ReplicationFactor = min(3, n)
+	}
+	if !o.Changed("min-insync-replicas") {
+		h.MinInsyncReplicas = max(1, h.ReplicationFactor-1)
+	}
+	h.Resolve()
+	if err := h.Validate(); err != nil {
+		return cmdutil.UsageError(err)
+	}
+	files := h.Files()
+	if !o.Force {
+		for name := range files {
+			if _, err := os.Stat(filepath.Join(o.Dir, name)); err == nil {
+				return cmdutil.Usagef("%s already exists (pass --force to replace the set)", filepath.Join(o.Dir, name))
+			}
+		}
+	}
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		path := filepath.Join(o.Dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, files[name], 0o644); err != nil {
+			return err
+		}
+	}
+	problems, err := CheckDir(o.Dir)
+	if err != nil {
+		return err
+	}
+	if len(problems) > 0 {
+		return report(o.Factory.IO.Out, o.Dir, problems)
+	}
+	_, err = fmt.Fprintf(o.Factory.IO.Out, "Wrote the files of %d brokers (ZooKeeper on %s) under %s; %s says what to do with them.\n",
+		n, strings.Join(h.ZooKeeperHosts, ", "), o.Dir, filepath.Join(o.Dir, "README.md"))
+	return err
 }
