@@ -28,6 +28,7 @@ import (
 
 	klog "github.com/ktoolhq/ktool/broker/log"
 	"github.com/ktoolhq/ktool/broker/protocol"
+	cq "github.com/ktoolhq/ktool/broker/quota"
 	"github.com/ktoolhq/ktool/broker/replica"
 )
 
@@ -89,6 +90,11 @@ func handleProduce(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	// KIP-219: the answer carries the throttle time, and the connection is
+	// muted for it (acks=0 too, though no answer tells the client why).
+	if d := b.recordBytes(rc, cq.Produce, produceBytes(req)); d > 0 {
+		resp.ThrottleMillis = int32(d / time.Millisecond)
+	}
 	if acks == 0 {
 		respond(protocol.Response{None: true})
 		return
@@ -111,6 +117,18 @@ func handleProduce(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.
 }
 
 // leaderPartition returns the local partition if this broker leads it.
+// produceBytes is what a produce request counts against producer_byte_rate:
+// the record bytes it carries.
+func produceBytes(req *kmsg.ProduceRequest) int64 {
+	var n int64
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			n += int64(len(p.Records))
+		}
+	}
+	return n
+}
+
 func (b *Broker) leaderPartition(topic string, partition int32) (*replica.Partition, error) {
 	p := b.replicas.Get(replica.TP{Topic: topic, Partition: partition})
 	if p == nil {

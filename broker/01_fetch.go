@@ -23,6 +23,7 @@ import (
 
 	klog "github.com/ktoolhq/ktool/broker/log"
 	"github.com/ktoolhq/ktool/broker/protocol"
+	cq "github.com/ktoolhq/ktool/broker/quota"
 	"github.com/ktoolhq/ktool/broker/replica"
 )
 
@@ -54,8 +55,7 @@ func handleFetch(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Re
 	parts, total, expands := b.readFetch(req, follower, maxBytes)
 	b.expandIsrs(expands)
 	if total >= int64(req.MinBytes) || req.MaxWaitMillis <= 0 || hasError(parts) {
-		b.metrics.fetched(parts, follower) // before the answer, so a reader of the metrics sees it
-		respond(protocol.Response{Body: encodeFetch(req.GetVersion(), parts)})
+		respond(b.fetchAnswer(rc, req, follower, parts, total))
 		return
 	}
 	// Long poll: park until something is appended (followers) or committed (consumers)
@@ -71,19 +71,17 @@ func handleFetch(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Re
 			parts, total, expands := b.readFetch(req, follower, maxBytes)
 			b.expandIsrs(expands)
 			if total >= int64(req.MinBytes) || hasError(parts) {
-				b.metrics.fetched(parts, follower)
-				respond(protocol.Response{Body: encodeFetch(req.GetVersion(), parts)})
+				respond(b.fetchAnswer(rc, req, follower, parts, total))
 				return
 			}
 			select {
 			case <-w.C:
 				releaseParts(parts)
 			case <-deadline.C:
-				b.metrics.fetched(parts, follower)
-				respond(protocol.Response{Body: encodeFetch(req.GetVersion(), parts)})
+				respond(b.fetchAnswer(rc, req, follower, parts, total))
 				return
 			case <-rc.conn.Draining():
-				respond(protocol.Response{Body: encodeFetch(req.GetVersion(), parts)})
+				respond(protocol.Response{Body: encodeFetch(req.GetVersion(), parts, 0)})
 				return
 			case <-rc.ctx.Done():
 				releaseParts(parts)
@@ -92,6 +90,22 @@ func handleFetch(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Re
 			}
 		}
 	}()
+}
+
+// fetchAnswer encodes a fetch's answer. A consumer fetch (never a follower's) is
+// measured against consumer_byte_rate; over it, the answer carries the throttle
+// time and no data, the bytes are not counted, and the connection is muted for
+// that time, as Kafka answers (KIP-219).
+func (b *Broker) fetchAnswer(rc *reqCtx, req *kmsg.FetchRequest, follower bool, parts []fetchPart, total int64) protocol.Response {
+	if !follower {
+		if d := b.recordBytes(rc, cq.Fetch, total); d > 0 {
+			b.quotas.Unrecord(cq.Fetch, rc.quotaUser(), rc.header.ClientID, float64(total), time.Now())
+			releaseParts(parts)
+			return protocol.Response{Body: encodeFetch(req.GetVersion(), nil, int32(d/time.Millisecond))}
+		}
+	}
+	b.metrics.fetched(parts, follower) // before the answer, so a reader of the metrics sees it
+	return protocol.Response{Body: encodeFetch(req.GetVersion(), parts, 0)}
 }
 
 func hasError(parts []fetchPart) bool {
@@ -207,11 +221,11 @@ func (b *Broker) unwatchFetch(req *kmsg.FetchRequest, w *replica.Waiter) {
 }
 
 // encodeFetch writes a FetchResponse with the records as file regions.
-func encodeFetch(version int16, parts []fetchPart) *protocol.Body {
+func encodeFetch(version int16, parts []fetchPart, throttleMs int32) *protocol.Body {
 	flex := version >= 12
 	body := &protocol.Body{}
 	buf := make([]byte, 0, 256)
-	buf = kbin.AppendInt32(buf, 0) // throttle_time_ms (v1+)
+	buf = kbin.AppendInt32(buf, throttleMs) // throttle_time_ms (v1+)
 	if version >= 7 {
 		buf = kbin.AppendInt16(buf, 0) // error_code
 		buf = kbin.AppendInt32(buf, 0) // session_id

@@ -338,12 +338,17 @@ func (b *Broker) loadTopicConfigs(ctx context.Context) {
 	}
 	b.reloadEntity(ctx, zkdata.ConfigTypeBroker+"/"+zkdata.DefaultConfigEntity)
 	b.reloadEntity(ctx, fmt.Sprintf("%s/%d", zkdata.ConfigTypeBroker, b.id))
+	b.loadQuotas(ctx)
 }
 
 // reloadEntity re-reads one config entity ("topics/T", "brokers/<id>", "brokers/<default>").
 func (b *Broker) reloadEntity(ctx context.Context, entity string) {
 	kind, name, ok := strings.Cut(entity, "/")
 	if !ok {
+		return
+	}
+	if kind == zkdata.ConfigTypeUser || kind == zkdata.ConfigTypeClient {
+		b.loadQuotas(ctx)
 		return
 	}
 	data, _, err := b.Store().Get(ctx, zkdata.ConfigEntityPath(kind, name))

@@ -23,6 +23,7 @@ import (
 	"github.com/ktoolhq/ktool/broker/group"
 	klog "github.com/ktoolhq/ktool/broker/log"
 	"github.com/ktoolhq/ktool/broker/protocol"
+	cq "github.com/ktoolhq/ktool/broker/quota"
 	"github.com/ktoolhq/ktool/broker/replica"
 	"github.com/ktoolhq/ktool/plugins/codec"
 )
@@ -49,6 +50,7 @@ type Broker struct {
 	id        int32
 	clusterID string
 	throttles replThrottles // repl_throttle.go
+	quotas    *cq.Manager   // client_quotas.go
 
 	listenerCfg []auth.Listener
 	interBroker auth.Listener
@@ -101,6 +103,7 @@ func New(opts Options) (*Broker, error) {
 		codecs:        opts.Codecs,
 		fetchMaxBytes: 55 << 20,
 	}
+	b.quotas = newQuotaManager(b.cfg.Settings())
 	b.metrics = newMetrics(b)
 	if b.codecs == nil {
 		b.codecs = codec.NewSet(codec.Builtins()...)

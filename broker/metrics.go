@@ -58,7 +58,7 @@ func newMetrics(b *Broker) *metrics {
 	m.IsrExpands = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "ktool", Subsystem: "replica",
 		Name: "isr_expands_total", Help: "ISR expansions written by this broker as leader."})
 	m.reg.MustRegister(m.requests, m.latency, m.queueTime, m.bytesInC, m.bytesOutC, m.messagesIn, m.produceErr,
-		m.IsrShrinks, m.IsrExpands, stateCollector{b}, prometheus.NewGoCollector())
+		m.IsrShrinks, m.IsrExpands, stateCollector{b}, quotaCollector{b}, prometheus.NewGoCollector())
 	return m
 }
 

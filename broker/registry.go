@@ -9,6 +9,7 @@ import (
 
 	"github.com/ktoolhq/ktool/broker/auth"
 	"github.com/ktoolhq/ktool/broker/protocol"
+	cq "github.com/ktoolhq/ktool/broker/quota"
 )
 
 // handler serves one request. It must call respond exactly once, now or later.
@@ -89,7 +90,12 @@ func (b *Broker) Handle(ctx context.Context, c *protocol.Conn, h protocol.Header
 	if !interBroker[h.Key] {
 		b.awaitReady(ctx)
 	}
-	a.handle(b, &reqCtx{ctx: ctx, conn: c, header: h, identity: sess.identity, session: sess}, req, respond)
+	rc := &reqCtx{ctx: ctx, conn: c, header: h, identity: sess.identity, session: sess}
+	if b.quotas.Active() && b.quotas.Table().Has(cq.Request) && !requestQuotaExempt[h.Key] {
+		b.withRequestQuota(rc, req, a, respond)
+		return
+	}
+	a.handle(b, rc, req, respond)
 }
 
 // interBroker are the requests a starting broker serves before it is ready: the

@@ -150,6 +150,8 @@ var BrokerDefs = []Def{
 	// bounded out of the box: twice socket.request.max.bytes.
 	{Name: "queued.max.request.bytes", Type: Long, Default: "209715200", Doc: "request bytes read but not yet answered, across all connections; -1 no limit", Valid: atLeast(-1)},
 	{Name: "queued.max.requests", Type: Int, Default: "500", Doc: "requests handled at once across all connections", Valid: atLeast(1)},
+	{Name: "quota.window.num", Type: Int, Default: "11", Doc: "samples a client quota's rate is measured over", Valid: atLeast(2)},
+	{Name: "quota.window.size.seconds", Type: Int, Default: "1", Doc: "length of one client quota sample; also the longest throttle time given at once", Valid: atLeast(1)},
 	// KIP-578's names. Kafka has no default bound; ours refuses requests whose
 	// assignment alone would exhaust memory (2^31-1 partitions).
 	{Name: "max.partitions", Type: Int, Default: "2147483647", Doc: "partitions in the cluster (KIP-578); creations beyond it fail with POLICY_VIOLATION", Valid: atLeast(1)},

@@ -74,6 +74,8 @@ type Settings struct {
 	MaxConnectionsPerIPOverrides map[string]int `config:"max.connections.per.ip.overrides"`
 	QueuedMaxRequestBytes        Bytes          `config:"queued.max.request.bytes"`
 	QueuedMaxRequests            int            `config:"queued.max.requests"`
+	QuotaWindowNum               int            `config:"quota.window.num"`
+	QuotaWindowSize              time.Duration  `config:"quota.window.size.seconds"`
 
 	LogRetentionCheckInterval time.Duration `config:"log.retention.check.interval.ms"`
 	LogCleanerBackoff         time.Duration `config:"log.cleaner.backoff.ms"`

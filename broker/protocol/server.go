@@ -80,6 +80,40 @@ type Conn struct {
 	authenticated atomic.Bool
 	lastWrite     atomic.Int64 // unix nanoseconds of the last response written
 	pending       atomic.Int32 // requests read whose answer is not written yet
+	mutedUntil    atomic.Int64 // unix nanoseconds; no frame is read before (KIP-219)
+}
+
+// Mute stops reading requests from the connection for d (a client over its
+// quota, KIP-219): answers already being handled are still written, and the
+// next frame is read once d has passed. A longer mute in force is kept.
+func (c *Conn) Mute(d time.Duration) {
+	until := time.Now().Add(d).UnixNano()
+	for {
+		cur := c.mutedUntil.Load()
+		if cur >= until || c.mutedUntil.CompareAndSwap(cur, until) {
+			return
+		}
+	}
+}
+
+// awaitUnmuted waits out a mute; false when the connection closed meanwhile.
+func (c *Conn) awaitUnmuted() bool {
+	until := c.mutedUntil.Load()
+	if until == 0 {
+		return true
+	}
+	d := time.Until(time.Unix(0, until))
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
 }
 
 // Authenticated reports whether the connection has authenticated (always true on
@@ -271,9 +305,18 @@ func (c *Conn) readLoop() {
 		if !c.Authenticated() && preAuth < max {
 			limit, what = preAuth, "sasl.server.max.receive.size (not authenticated yet)"
 		}
+		if !c.awaitUnmuted() {
+			return
+		}
 		frame, reserved, err := c.readFrame(br, limit, what)
 		if err != nil {
 			c.readFailed(err)
+			return
+		}
+		// A mute set while this frame was awaited (a delayed answer's throttle)
+		// holds it back too.
+		if !c.awaitUnmuted() {
+			c.srv.budget.release(reserved)
 			return
 		}
 		arrived := time.Now()

@@ -1,0 +1,112 @@
+package quota
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// TestResolvePrecedence removes the eight KIP-55 levels one at a time, most
+// specific first, and checks that each time the next level decides, with the
+// tags (which requests share the rate) Kafka gives it.
+func TestResolvePrecedence(t *testing.T) {
+	u, c, du, dc := Named("alice"), Named("app"), DefaultName(), DefaultName()
+	levels := []struct {
+		e            Entity
+		user, client string
+	}{
+		{Entity{u, c}, "alice", "app"},
+		{Entity{u, dc}, "alice", "app"},
+		{Entity{User: u}, "alice", ""},
+		{Entity{du, c}, "alice", "app"},
+		{Entity{du, dc}, "alice", "app"},
+		{Entity{User: du}, "alice", ""},
+		{Entity{Client: c}, "", "app"},
+		{Entity{Client: dc}, "", "app"},
+	}
+	m := map[Entity]Values{}
+	for i, l := range levels {
+		m[l.e] = Values{Produce: float64(i + 1)}
+	}
+	// Unrelated entities never apply.
+	m[Entity{Named("bob"), c}] = Values{Produce: 100}
+	m[Entity{User: Named("bob")}] = Values{Produce: 100}
+	m[Entity{Client: Named("other")}] = Values{Produce: 100}
+	for i, l := range levels {
+		tbl := NewTable(m)
+		bound, tags, ok := tbl.Resolve(Produce, "alice", "app")
+		if !ok || bound != float64(i+1) || tags.User != l.user || tags.Client != l.client || tags.Kind != Produce {
+			t.Fatalf("level %d (%s): got %v %+v %v", i+1, l.e, bound, tags, ok)
+		}
+		if _, _, ok := tbl.Resolve(Fetch, "alice", "app"); ok {
+			t.Fatalf("level %d: a produce quota applied to fetches", i+1)
+		}
+		delete(m, l.e)
+	}
+	if _, _, ok := NewTable(m).Resolve(Produce, "alice", "app"); ok {
+		t.Fatal("a quota applied with none of the eight levels set")
+	}
+}
+
+func TestParseValues(t *testing.T) {
+	v, err := ParseValues(map[string]string{"producer_byte_rate": "1024", "request_percentage": "12.5", "SCRAM-SHA-256": "x"})
+	if err != nil || len(v) != 2 || v[Produce] != 1024 || v[Request] != 12.5 {
+		t.Fatalf("got %v %v", v, err)
+	}
+	for _, bad := range []string{"-1", "0", "x", "NaN"} {
+		if _, err := ParseValues(map[string]string{"consumer_byte_rate": bad}); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// TestRateWindows checks the windowed rate against hand-computed figures: the
+// minimum elapsed time of (samples-1) windows, the rolling of samples, and the
+// expiry of samples older than samples*window.
+func TestRateWindows(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	r := NewRate(11, time.Second)
+	r.Record(1000, t0)
+	// 1000 bytes 0.5 s after the start: elapsed counts as 10 s + 0.5 s.
+	if got := r.Measure(t0.Add(500 * time.Millisecond)); math.Abs(got-1000/10.5) > 1e-9 {
+		t.Fatalf("fresh rate = %v, want %v", got, 1000/10.5)
+	}
+	// One record per second for 20 s: only the last 11 samples count.
+	for i := 1; i <= 20; i++ {
+		r.Record(1000, t0.Add(time.Duration(i)*time.Second))
+	}
+	now := t0.Add(20*time.Second + 500*time.Millisecond)
+	// Samples started at 10..20 s are kept (20.5-10 < 11), 11 of them, over 10.5 s.
+	if got, want := r.Measure(now), 11*1000/10.5; math.Abs(got-want) > 1e-9 {
+		t.Fatalf("rolling rate = %v, want %v", got, want)
+	}
+	// Long idle: every sample expires.
+	if got := r.Measure(now.Add(time.Minute)); got != 0 {
+		t.Fatalf("idle rate = %v, want 0", got)
+	}
+}
+
+func TestThrottleTime(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	m := NewManager(Config{Samples: 11, Window: time.Second})
+	m.SetTable(NewTable(map[Entity]Values{{User: Named("alice")}: {Produce: 100}}))
+	if d := m.Record(Produce, "bob", "x", 1e9, t0); d != 0 {
+		t.Fatalf("a user without quota throttled %v", d)
+	}
+	// Within the quota: 100 B/s over the minimum 10 s window allows 1000 bytes.
+	if d := m.Record(Produce, "alice", "a", 1000, t0); d != 0 {
+		t.Fatalf("throttled within quota: %v", d)
+	}
+	// 1050 bytes over 10 s = 105 B/s: 5% over, for a 10 s window = 500 ms.
+	if d := m.Record(Produce, "alice", "b", 50, t0); d != 500*time.Millisecond {
+		t.Fatalf("throttle = %v, want 500ms", d)
+	}
+	// Far over: capped at one window.
+	if d := m.Record(Produce, "alice", "a", 1e6, t0); d != time.Second {
+		t.Fatalf("throttle = %v, want the 1s cap", d)
+	}
+	st := m.Stats(t0)
+	if len(st) != 1 || st[0].User != "alice" || st[0].Client != "" || st[0].Throttle != 1500*time.Millisecond {
+		t.Fatalf("stats = %+v", st)
+	}
+}

@@ -1,0 +1,214 @@
+package quota
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Rate is a windowed rate as Kafka's Rate over a SampledStat: Samples windows
+// of Window each; a record goes into the newest sample, which is replaced by a
+// new one once Window has passed since it started; samples older than
+// Samples*Window are dropped. The rate is the total of the samples over the
+// time since the oldest one started, counted as at least (Samples-1)*Window so
+// that a fresh rate is not inflated by a short elapsed time.
+type Rate struct {
+	window  int64 // nanoseconds
+	samples []sample
+	cur     int
+}
+
+type sample struct {
+	start int64 // unix nanoseconds; 0 = unused
+	value float64
+}
+
+// NewRate makes a rate of n samples of window each (n >= 2, window > 0).
+func NewRate(n int, window time.Duration) *Rate {
+	if n < 2 {
+		n = 2
+	}
+	if window <= 0 {
+		window = time.Second
+	}
+	return &Rate{window: int64(window), samples: make([]sample, n)}
+}
+
+func (r *Rate) purge(now int64) {
+	expire := r.window * int64(len(r.samples))
+	for i := range r.samples {
+		if s := &r.samples[i]; s.start != 0 && now-s.start >= expire {
+			*s = sample{}
+		}
+	}
+}
+
+// Record adds v at now.
+func (r *Rate) Record(v float64, now time.Time) {
+	t := now.UnixNano()
+	r.purge(t)
+	s := &r.samples[r.cur]
+	if s.start == 0 {
+		s.start = t
+	} else if t-s.start >= r.window {
+		r.cur = (r.cur + 1) % len(r.samples)
+		s = &r.samples[r.cur]
+		*s = sample{start: t}
+	}
+	s.value += v
+}
+
+// Measure is the rate per second at now.
+func (r *Rate) Measure(now time.Time) float64 {
+	t := now.UnixNano()
+	r.purge(t)
+	total, oldest := 0.0, t
+	for _, s := range r.samples {
+		if s.start == 0 {
+			continue
+		}
+		total += s.value
+		oldest = min(oldest, s.start)
+	}
+	return total / (float64(r.elapsed(oldest, t)) / float64(time.Second))
+}
+
+// elapsed is the window the total is divided by, in nanoseconds.
+func (r *Rate) elapsed(oldest, now int64) int64 {
+	e := now - oldest
+	full := e / r.window
+	if minFull := int64(len(r.samples) - 1); full < minFull {
+		e += (minFull - full) * r.window
+	}
+	return e
+}
+
+// throttle is how long a client whose rate is over bound must wait for the rate
+// to fall back to the bound, as Kafka computes it: the excess over the bound,
+// relative to the bound, times the window the rate is measured over, at most
+// max.
+func (r *Rate) throttle(bound float64, now time.Time, max time.Duration) time.Duration {
+	v := r.Measure(now)
+	if v <= bound {
+		return 0
+	}
+	t := now.UnixNano()
+	oldest := t
+	for _, s := range r.samples {
+		if s.start != 0 {
+			oldest = min(oldest, s.start)
+		}
+	}
+	d := time.Duration((v - bound) / bound * float64(r.elapsed(oldest, t)))
+	return min(d, max)
+}
+
+// Config is the measuring configuration: quota.window.num and quota.window.size.seconds.
+type Config struct {
+	Samples int
+	Window  time.Duration
+}
+
+// Manager measures every client's rates against the configured quotas.
+type Manager struct {
+	cfg   Config
+	table atomic.Pointer[Table]
+
+	mu      sync.Mutex
+	sensors map[Tags]*sensor
+}
+
+type sensor struct {
+	rate     *Rate
+	bound    float64
+	last     time.Time
+	throttle time.Duration // total throttle time given
+}
+
+// NewManager makes a manager with no quota configured.
+func NewManager(cfg Config) *Manager {
+	m := &Manager{cfg: cfg, sensors: map[Tags]*sensor{}}
+	m.table.Store(NewTable(nil))
+	return m
+}
+
+// SetTable replaces the configured quotas.
+func (m *Manager) SetTable(t *Table) { m.table.Store(t) }
+
+// Table is the configured quotas.
+func (m *Manager) Table() *Table { return m.table.Load() }
+
+// Active reports whether any quota is configured: one atomic load, for the
+// request path to skip everything else when none is.
+func (m *Manager) Active() bool { return !m.table.Load().Empty() }
+
+// maxSensors bounds the rates kept; beyond it, rates idle for a whole window are dropped.
+const maxSensors = 10000
+
+// Record adds value (bytes, or percent-seconds of request time) to the rate of
+// user and clientID for kind k, and returns how long the client must be
+// throttled for (0 when within its quota or without one).
+func (m *Manager) Record(k Kind, user, clientID string, value float64, now time.Time) time.Duration {
+	bound, tags, ok := m.table.Load().Resolve(k, user, clientID)
+	if !ok {
+		return 0
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sensors[tags]
+	if s == nil {
+		if len(m.sensors) >= maxSensors {
+			m.expire(now)
+		}
+		s = &sensor{rate: NewRate(m.cfg.Samples, m.cfg.Window)}
+		m.sensors[tags] = s
+	}
+	s.bound, s.last = bound, now
+	s.rate.Record(value, now)
+	d := s.rate.throttle(bound, now, m.cfg.Window)
+	s.throttle += d
+	return d
+}
+
+// Unrecord takes back value recorded at now (a fetch answered without its data
+// because it was throttled), giving no throttle time.
+func (m *Manager) Unrecord(k Kind, user, clientID string, value float64, now time.Time) {
+	_, tags, ok := m.table.Load().Resolve(k, user, clientID)
+	if !ok {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s := m.sensors[tags]; s != nil {
+		s.rate.Record(-value, now)
+	}
+}
+
+// expire drops the rates not recorded into for a whole measuring window.
+func (m *Manager) expire(now time.Time) {
+	idle := m.cfg.Window * time.Duration(max(m.cfg.Samples, 2))
+	for t, s := range m.sensors {
+		if now.Sub(s.last) > idle {
+			delete(m.sensors, t)
+		}
+	}
+}
+
+// Stat is one measured rate, for metrics.
+type Stat struct {
+	Tags
+	Bound    float64
+	Rate     float64
+	Throttle time.Duration // total throttle time given
+}
+
+// Stats lists the measured rates.
+func (m *Manager) Stats(now time.Time) []Stat {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]Stat, 0, len(m.sensors))
+	for t, s := range m.sensors {
+		out = append(out, Stat{Tags: t, Bound: s.bound, Rate: s.rate.Measure(now), Throttle: s.throttle})
+	}
+	return out
+}
