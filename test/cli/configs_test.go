@@ -93,8 +93,9 @@ func TestConfigsLive(t *testing.T) {
 		}
 		return nil
 	})
-	err := run(t, env, configs.NewCommand(env.F), nil, "describe", "user", "alice")
-	if err == nil || !strings.Contains(err.Error(), "does not serve DescribeClientQuotas") {
-		t.Errorf("user quotas on a cluster without the quota APIs: %v", err)
+	// User quotas go through AlterClientQuotas and DescribeClientQuotas.
+	alter("user", "alice", "--set", "producer_byte_rate=1048576")
+	if e, ok := entry(describe("user", "alice"), "producer_byte_rate"); !ok || e.Value != "1048576" || e.Source != "QUOTA" {
+		t.Errorf("user alice quotas: %+v", e)
 	}
 }
