@@ -18,6 +18,7 @@ import (
 	plugincmd "github.com/ktoolhq/ktool/tools/plugin"
 	"github.com/ktoolhq/ktool/tools/produce"
 	"github.com/ktoolhq/ktool/tools/profile"
+	"github.com/ktoolhq/ktool/tools/quota"
 	"github.com/ktoolhq/ktool/tools/reassign"
 	"github.com/ktoolhq/ktool/tools/topic"
 	"github.com/ktoolhq/ktool/tools/ui"
@@ -64,6 +65,7 @@ groups, console produce and consume, and performance tests.`,
 		apiversions.NewCommand(f, nil),
 		configs.NewCommand(f),
 		user.NewCommand(f),
+		quota.NewCommand(f),
 		cert.NewCommand(f),
 		ui.NewCommand(f, nil),
 		reassign.NewCommand(f),
