@@ -37,20 +37,23 @@ func handleStopReplica(b *Broker, rc *reqCtx, r kmsg.Request, respond func(proto
 			resp.Partitions = append(resp.Partitions, rp)
 			return
 		}
+		var refusal, err error
 		if del {
-			refusal, err := b.verifyStopDelete(rc.ctx, topics, tp)
-			if err != nil {
-				fatal = err
-				return
-			}
-			if refusal != nil {
-				b.logger.Warn("refusing to delete a partition the store still assigns here", "partition", tp.String(), "err", refusal)
-				rp.ErrorCode = errorCode(refusal)
-				resp.Partitions = append(resp.Partitions, rp)
-				return
-			}
+			refusal, err = b.verifyStopDelete(rc.ctx, topics, tp)
+		} else {
+			refusal, err = b.verifyStopFollow(rc.ctx, tp)
 		}
-		err := b.replicas.StopReplica(req.ControllerEpoch, tp, del)
+		if err != nil {
+			fatal = err
+			return
+		}
+		if refusal != nil {
+			b.logger.Warn("refusing a StopReplica the store does not back", "partition", tp.String(), "delete", del, "err", refusal)
+			rp.ErrorCode = errorCode(refusal)
+			resp.Partitions = append(resp.Partitions, rp)
+			return
+		}
+		err = b.replicas.StopReplica(req.ControllerEpoch, tp, del)
 		if del && err == nil {
 			b.incarnations.forget(tp)
 		}

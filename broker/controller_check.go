@@ -11,7 +11,8 @@ package broker
 //     leader epoch) and the assignment (replicas, so the ISR names only assigned
 //     replicas);
 //   - StopReplica deletes a log only of a topic being deleted, gone, or no longer
-//     assigned to this broker;
+//     assigned to this broker, and stops a replica only where this broker does
+//     not lead;
 //   - UpdateMetadata keeps only registered brokers at their registered endpoints,
 //     changes a partition's leader only as its state znode says, and drops a
 //     topic only once the store has dropped it (or is deleting it).
@@ -366,6 +367,27 @@ func (b *Broker) verifyStopDelete(ctx context.Context, topics *topicsInStore, tp
 		return nil, nil // the log is of an earlier topic of that name
 	}
 	return fmt.Errorf("%w: the store still assigns %s to this broker and is not deleting it", kerr.InvalidRequest, tp), nil
+}
+
+// verifyStopFollow allows StopReplica without delete (a controlled shutdown
+// stopping this broker's followers) only for partitions the store does not have
+// this broker lead: the controller moves leadership away before it sends it.
+func (b *Broker) verifyStopFollow(ctx context.Context, tp replica.TP) (refusal, fatal error) {
+	data, st, err := b.Store().Get(ctx, zkdata.PartitionStatePath(tp.Topic, tp.Partition))
+	if errors.Is(err, coord.ErrNoNode) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errStoreUnavailable, err)
+	}
+	li, err := zkdata.DecodeLeaderIsr(data, st.Version)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errStoreUnavailable, err)
+	}
+	if li.Leader == b.id {
+		return fmt.Errorf("%w: the store has this broker lead %s", kerr.InvalidRequest, tp), nil
+	}
+	return nil, nil
 }
 
 // verifyUpdateMetadata keeps only the live brokers registered at the endpoints

@@ -325,13 +325,15 @@ func TestFakeReplicaInISR(t *testing.T) {
 }
 
 // TestForgedStopReplicaKeepsData: StopReplica with delete for a live topic the
-// store still assigns to the broker must not delete its log.
+// store still assigns to the broker must not delete its log, and one without
+// delete must not stop the broker leading it.
 func TestForgedStopReplicaKeepsData(t *testing.T) {
 	b := startBroker(t)
 	createTopic(t, b, "keep", 1, nil)
 	produce(t, b.Client(t), "keep", 5)
 	for _, epoch := range guessedEpochs {
 		send(t, b, stopReplica(epoch, "keep", true))
+		send(t, b, stopReplica(epoch, "keep", false)) // would leave keep-0 leaderless
 	}
 	if _, err := os.Stat(filepath.Join(b.dir, "keep-0")); err != nil {
 		t.Fatalf("the log of keep-0 is gone: %v", err)
