@@ -347,6 +347,26 @@ func TestBrowserWalkthrough(t *testing.T) {
 	p.waitJS("page matches the metadata", 5*time.Second, fmt.Sprintf(`JSON.stringify(%s) === %q`, partitionsJS, mustJSON(describeTest(t, adm))))
 	p.screenshot("topic-isr-osr")
 
+	// The cluster page says the same: broker 0 down, every partition under-replicated.
+	all, err := cmdutil.Metadata(ctx, adm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	urp := 0
+	for _, td := range all.Topics {
+		for _, pd := range td.Partitions {
+			if len(pd.ISR) < len(pd.Replicas) {
+				urp++
+			}
+		}
+	}
+	p.open("/")
+	p.waitJS("broker 0 down on the cluster page", 10*time.Second, fmt.Sprintf(`document.querySelector('#broker-table tr[data-broker="0"] td.status').textContent === 'down' &&
+		document.querySelector('#card-brokers-up .value').textContent === '2 / 3' &&
+		document.querySelector('#card-under-replicated .value').textContent === '%d' &&
+		document.querySelectorAll('#health-table tbody tr').length === %d`, urp, urp))
+	p.open("/topics/test")
+
 	c.Restart(0)
 	p.waitJS("broker 0 back in every ISR", 30*time.Second, `(() => { const rows = `+partitionsJS+`;
 		return rows.length === 3 && rows.every(r => r[2].split(',').includes('0') && r[3] === '–'); })()`)

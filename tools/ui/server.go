@@ -263,9 +263,15 @@ func (s *Server) apiCluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page, size := pageParams(r, 100, 500)
+	up := 0
+	for _, b := range snap.Brokers {
+		if b.Up {
+			up++
+		}
+	}
 	writeJSON(w, map[string]any{
 		"meta": metaOf(snap), "cluster_id": snap.ClusterID, "controller": snap.Controller,
-		"brokers_total": len(snap.Brokers), "brokers": pageOf(snap.Brokers, page, size),
+		"brokers_total": len(snap.Brokers), "brokers_up": up, "brokers": pageOf(snap.Brokers, page, size),
 		"offline": snap.Offline.Count, "under_replicated": snap.UnderRepl.Count, "under_min_isr": snap.UnderMinISR.Count,
 		"errors": snap.Errors, "read_only": s.cfg.ReadOnly,
 	})

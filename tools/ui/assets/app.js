@@ -146,6 +146,7 @@ function clusterPage() {
   const health = h('div', { id: 'health' });
   let kind = 'under_replicated';
   let hpage = 0;
+  let bpage = 0;
   const actions = h('div', { class: 'actions' });
   if (!READ_ONLY) {
     actions.append(
@@ -156,8 +157,8 @@ function clusterPage() {
   }
   fill(app, h('h1', {}, 'Cluster'), actions, summary, h('h2', {}, 'Brokers'), brokers, h('h2', {}, 'Health'), health);
   pageRefresh = async () => {
-    const c = await api('/api/cluster');
-    const up = c.brokers.filter((b) => b.up).length;
+    const c = await api(`/api/cluster?page=${bpage}&size=100`);
+    const up = c.brokers_up;
     fill(summary,
       card('Cluster id', c.cluster_id || '–'), card('Controller', c.controller < 0 ? 'none' : 'broker ' + c.controller, 'controller'),
       card('Brokers up', `${up} / ${c.brokers_total}`, 'brokers-up'), card('Topics', c.meta.topics), card('Partitions', c.meta.partitions),
@@ -168,7 +169,8 @@ function clusterPage() {
       c.brokers.map((b) => h('tr', { 'data-broker': b.id, class: b.up ? '' : 'down' },
         h('td', {}, b.id, b.id === c.controller ? h('span', { class: 'tag' }, 'controller') : null),
         h('td', {}, b.endpoint || '–'), h('td', {}, b.rack || '–'),
-        h('td', { class: 'status' }, b.up ? 'up' : 'down'), h('td', { class: 'c-leaders' }, b.leaders), h('td', { class: 'c-replicas' }, b.replicas)))));
+        h('td', { class: 'status' }, b.up ? 'up' : 'down'), h('td', { class: 'c-leaders' }, b.leaders), h('td', { class: 'c-replicas' }, b.replicas)))),
+      c.brokers_total > 100 ? pager(c.brokers_total, bpage, 100, (p) => { bpage = p; refresh(); }) : null);
     const hl = await api(`/api/health?kind=${kind}&page=${hpage}&size=50`);
     const tabs = h('div', { class: 'tabs' }, [['under_replicated', 'Under-replicated'], ['under_min_isr', 'Under min ISR'], ['offline', 'Offline']].map(([k, label]) =>
       h('button', { type: 'button', class: k === kind ? 'tab on' : 'tab', onclick: () => { kind = k; hpage = 0; refresh(); } }, label)));
