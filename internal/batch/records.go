@@ -84,11 +84,22 @@ func parseBody(body []byte) (Record, error) {
 		return r, recordError("offset delta is not a varint in [0, 2^31)")
 	}
 	r.OffsetDelta = int32(off)
-	if r.Key, i = bytesAt(body, i); i < 0 {
+	// Key and value are read inline (bytesAt is too big to inline): they
+	// are in every record.
+	var n int64
+	if n, i = varintAt(body, i); i < 0 || n < -1 || n > int64(len(body)-i) {
 		return r, recordError("key length does not fit the record")
 	}
-	if r.Value, i = bytesAt(body, i); i < 0 {
+	if n >= 0 {
+		r.Key = body[i : i+int(n) : i+int(n)]
+		i += int(n)
+	}
+	if n, i = varintAt(body, i); i < 0 || n < -1 || n > int64(len(body)-i) {
 		return r, recordError("value length does not fit the record")
+	}
+	if n >= 0 {
+		r.Value = body[i : i+int(n) : i+int(n)]
+		i += int(n)
 	}
 	var count int64
 	// A header takes at least two bytes, which bounds the count before any loop.
@@ -182,21 +193,26 @@ func (w *recordWalk) done(trailing int) error {
 // record and stops at the first bad one or the first error fn returns.
 func EachRecord(h Header, section []byte, fn func(Record) error) error {
 	w := recordWalk{h: h, last: -1}
-	for len(section) > 0 {
-		if w.n >= h.NumRecords {
-			break
+	i := 0
+	for i < len(section) && w.n < h.NumRecords {
+		length, j := varintAt(section, i)
+		if j < 0 || length < minRecordLength || length > int64(len(section)-j) {
+			_, _, err := ParseRecord(section[i:]) // says which
+			return fmt.Errorf("record %d of batch %d: %w", w.n, h.BaseOffset, err)
 		}
-		r, rest, err := ParseRecord(section)
+		end := j + int(length)
+		r, err := parseBody(section[j:end])
 		if err != nil {
 			return fmt.Errorf("record %d of batch %d: %w", w.n, h.BaseOffset, err)
 		}
+		r.Raw = section[i:end:end]
 		if err := w.next(r); err != nil {
 			return err
 		}
 		if err := fn(r); err != nil {
 			return err
 		}
-		section = rest
+		i = end
 	}
-	return w.done(len(section))
+	return w.done(len(section) - i)
 }
