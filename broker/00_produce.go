@@ -30,6 +30,7 @@ import (
 	"github.com/ktoolhq/ktool/broker/protocol"
 	cq "github.com/ktoolhq/ktool/broker/quota"
 	"github.com/ktoolhq/ktool/broker/replica"
+	"github.com/ktoolhq/ktool/internal/acl"
 )
 
 func init() { registerAdvertised(0, 0, 3, 9, handleProduce) }
@@ -45,16 +46,32 @@ func handleProduce(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	acks := req.Acks
 	var waits []pendingAck
+	// Authorization (KafkaApis.handleProduceRequest): WRITE on the
+	// transactional id when there is one, WRITE on each topic. An idempotent
+	// producer needs nothing more (KIP-679: WRITE on the topic implies it).
+	txnDenied := req.TransactionID != nil && !rc.allowed(b, acl.OpWrite, acl.ResourceTransactionalID, *req.TransactionID)
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
 		rt.Partitions = make([]kmsg.ProduceResponseTopicPartition, 0, len(t.Partitions))
+		denied := kerr.TransactionalIDAuthorizationFailed.Code
+		if !txnDenied {
+			denied = 0
+			if !rc.allowed(b, acl.OpWrite, acl.ResourceTopic, t.Topic) {
+				denied = kerr.TopicAuthorizationFailed.Code
+			}
+		}
 		for _, p := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
 			if acks != 0 && acks != 1 && acks != -1 {
 				rp.ErrorCode = kerr.InvalidRequiredAcks.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
+			if denied != 0 {
+				rp.ErrorCode = denied
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}

@@ -25,6 +25,7 @@ import (
 	"github.com/ktoolhq/ktool/broker/protocol"
 	cq "github.com/ktoolhq/ktool/broker/quota"
 	"github.com/ktoolhq/ktool/broker/replica"
+	"github.com/ktoolhq/ktool/internal/acl"
 )
 
 func init() { register(1, 4, 12, handleFetch) }
@@ -51,8 +52,9 @@ func handleFetch(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Re
 		maxBytes = 50 << 20
 	}
 	maxBytes = min(maxBytes, b.fetchMaxBytes)
+	denied := fetchDenied(b, rc, req, follower)
 
-	parts, total, expands := b.readFetch(req, follower, maxBytes)
+	parts, total, expands := b.readFetch(req, follower, maxBytes, denied)
 	b.expandIsrs(expands)
 	if total >= int64(req.MinBytes) || req.MaxWaitMillis <= 0 || hasError(parts) {
 		respond(b.fetchAnswer(rc, req, follower, parts, total))
@@ -68,7 +70,7 @@ func handleFetch(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Re
 		defer b.unwatchFetch(req, w)
 		for {
 			b.watchFetch(req, follower, w)
-			parts, total, expands := b.readFetch(req, follower, maxBytes)
+			parts, total, expands := b.readFetch(req, follower, maxBytes, denied)
 			b.expandIsrs(expands)
 			if total >= int64(req.MinBytes) || hasError(parts) {
 				respond(b.fetchAnswer(rc, req, follower, parts, total))
@@ -129,7 +131,28 @@ type isrExpansion struct {
 }
 
 // readFetch reads every requested partition within the byte budget.
-func (b *Broker) readFetch(req *kmsg.FetchRequest, follower bool, maxBytes int32) ([]fetchPart, int64, []isrExpansion) {
+// fetchDenied authorizes a Fetch as KafkaApis does: a follower's needs
+// CLUSTER_ACTION on the cluster (else every partition is refused), a
+// consumer's READ on each topic. It returns which topics (by index) are
+// refused, nil when none is, so the common case allocates nothing.
+func fetchDenied(b *Broker, rc *reqCtx, req *kmsg.FetchRequest, follower bool) []bool {
+	if b.authz == nil {
+		return nil
+	}
+	var denied []bool
+	all := follower && !rc.allowedCluster(b, acl.OpClusterAction)
+	for i, t := range req.Topics {
+		if all || (!follower && !rc.allowed(b, acl.OpRead, acl.ResourceTopic, t.Topic)) {
+			if denied == nil {
+				denied = make([]bool, len(req.Topics))
+			}
+			denied[i] = true
+		}
+	}
+	return denied
+}
+
+func (b *Broker) readFetch(req *kmsg.FetchRequest, follower bool, maxBytes int32, denied []bool) ([]fetchPart, int64, []isrExpansion) {
 	var parts []fetchPart
 	var expands []isrExpansion
 	var total int64
@@ -138,9 +161,14 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, follower bool, maxBytes int32
 	if follower {
 		throttle = b.newLeaderThrottle()
 	}
-	for _, t := range req.Topics {
+	for ti, t := range req.Topics {
 		for _, rp := range t.Partitions {
 			fp := fetchPart{topic: t.Topic, partition: rp.Partition, info: replica.ReadInfo{HighWatermark: -1, LogStartOffset: -1}}
+			if denied != nil && denied[ti] {
+				fp.err = kerr.TopicAuthorizationFailed
+				parts = append(parts, fp)
+				continue
+			}
 			p := b.replicas.Get(replica.TP{Topic: t.Topic, Partition: rp.Partition})
 			if p == nil {
 				switch _, ok := b.meta.partition(t.Topic, rp.Partition); {

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/broker/protocol"
+	"github.com/ktoolhq/ktool/internal/acl"
 )
 
 func init() { register(2, 0, 7, handleListOffsets) }
@@ -22,10 +23,17 @@ func handleListOffsets(b *Broker, rc *reqCtx, r kmsg.Request, respond func(proto
 	for _, t := range req.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
+		// Authorization: DESCRIBE on each topic.
+		describe := rc.allowed(b, acl.OpDescribe, acl.ResourceTopic, t.Topic)
 		for _, rp := range t.Partitions {
 			out := kmsg.NewListOffsetsResponseTopicPartition()
 			out.Partition = rp.Partition
 			out.Timestamp, out.Offset, out.LeaderEpoch = -1, -1, -1
+			if !describe {
+				out.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, out)
+				continue
+			}
 			offset, ts, epoch, err := b.listOffset(t.Topic, rp, req.ReplicaID)
 			if err != nil {
 				out.ErrorCode = errorCode(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/broker/protocol"
+	"github.com/ktoolhq/ktool/internal/acl"
 )
 
 func init() { register(3, 0, 11, handleMetadata) }
@@ -53,6 +54,14 @@ func handleMetadata(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol
 	}
 	autoCreate := req.GetVersion() < 4 || req.AllowAutoTopicCreation
 	for _, name := range names {
+		// Authorization (KafkaApis.handleTopicMetadataRequest): a listing of
+		// every topic leaves out those the principal may not DESCRIBE; a
+		// topic asked for by name is refused; auto-creation needs CREATE on
+		// the cluster or the topic.
+		describe := rc.allowed(b, acl.OpDescribe, acl.ResourceTopic, name)
+		if all && !describe {
+			continue
+		}
 		rt := kmsg.NewMetadataResponseTopic()
 		n := name
 		rt.Topic = &n
@@ -60,6 +69,8 @@ func handleMetadata(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol
 		rt.AuthorizedOperations = authorizedOpsUnknown
 		ids, parts, id, ok := b.meta.topic(name)
 		switch {
+		case !describe:
+			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 		case ok:
 			rt.TopicID = id
 			for _, pid := range ids {
@@ -89,6 +100,9 @@ func handleMetadata(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol
 			// Known to the store but not yet to this broker's metadata: it is
 			// being created (or this broker is catching up).
 			rt.ErrorCode = kerr.LeaderNotAvailable.Code
+		case autoCreate && b.cfg.Settings().AutoCreateTopics && name != offsetsTopic &&
+			!rc.allowedCluster(b, acl.OpCreate) && !rc.allowed(b, acl.OpCreate, acl.ResourceTopic, name):
+			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 		case autoCreate && b.cfg.Settings().AutoCreateTopics && name != offsetsTopic:
 			err := b.createTopic(rc.ctx, topicSpec{Name: name, Partitions: -1, ReplicationFactor: -1})
 			switch {

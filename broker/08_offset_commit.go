@@ -14,27 +14,42 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/broker/protocol"
+	"github.com/ktoolhq/ktool/internal/acl"
 )
 
 func init() { register(8, 0, 8, handleOffsetCommit) }
 
 func handleOffsetCommit(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
 	req := r.(*kmsg.OffsetCommitRequest)
-	unknown := map[string]map[int32]bool{}
+	// Authorization (KafkaApis.handleOffsetCommitRequest): READ on the group
+	// for the whole request, READ on each topic for its partitions.
+	groupDenied := !rc.allowed(b, acl.OpRead, acl.ResourceGroup, req.Group)
+	unknown := map[string]map[int32]int16{} // partitions answered here, with their error
 	known := *req
 	known.Topics = nil
 	for _, t := range req.Topics {
 		kt := t
 		kt.Partitions = nil
+		code := int16(0)
+		switch {
+		case groupDenied:
+			code = kerr.GroupAuthorizationFailed.Code
+		case !rc.allowed(b, acl.OpRead, acl.ResourceTopic, t.Topic):
+			code = kerr.TopicAuthorizationFailed.Code
+		}
 		for _, p := range t.Partitions {
-			if _, ok := b.meta.partition(t.Topic, p.Partition); ok {
+			if _, ok := b.meta.partition(t.Topic, p.Partition); ok && code == 0 {
 				kt.Partitions = append(kt.Partitions, p)
 				continue
 			}
 			if unknown[t.Topic] == nil {
-				unknown[t.Topic] = map[int32]bool{}
+				unknown[t.Topic] = map[int32]int16{}
 			}
-			unknown[t.Topic][p.Partition] = true
+			if code == 0 {
+				unknown[t.Topic][p.Partition] = kerr.UnknownTopicOrPartition.Code
+			} else {
+				unknown[t.Topic][p.Partition] = code
+			}
 		}
 		if len(kt.Partitions) > 0 {
 			known.Topics = append(known.Topics, kt)
@@ -52,8 +67,8 @@ func handleOffsetCommit(b *Broker, rc *reqCtx, r kmsg.Request, respond func(prot
 			for _, p := range t.Partitions {
 				rp := kmsg.NewOffsetCommitResponseTopicPartition()
 				rp.Partition = p.Partition
-				if unknown[t.Topic][p.Partition] {
-					rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				if c, ok := unknown[t.Topic][p.Partition]; ok {
+					rp.ErrorCode = c
 				} else {
 					rp.ErrorCode = codes[t.Topic][p.Partition]
 				}

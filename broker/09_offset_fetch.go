@@ -16,5 +16,8 @@ func init() { register(9, 0, 8, handleOffsetFetch) }
 
 func handleOffsetFetch(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
 	req := r.(*kmsg.OffsetFetchRequest)
-	b.groups.OffsetFetch(rc.ctx, req, func(resp *kmsg.OffsetFetchResponse) { respond(protocol.Response{Msg: resp}) })
+	b.groups.OffsetFetch(rc.ctx, req, func(resp *kmsg.OffsetFetchResponse) {
+		authorizeOffsetFetch(b, rc, req, resp)
+		respond(protocol.Response{Msg: resp})
+	})
 }

@@ -28,7 +28,11 @@ const offsetsTopicWait = 5 * time.Second
 
 func handleFindCoordinator(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
 	req := r.(*kmsg.FindCoordinatorRequest)
-	answer := func() { respond(protocol.Response{Msg: b.findCoordinators(rc.identity.Listener, req)}) }
+	answer := func() {
+		resp := b.findCoordinators(rc.identity.Listener, req)
+		authorizeFindCoordinator(b, rc, req, resp)
+		respond(protocol.Response{Msg: resp})
+	}
 	if _, _, _, ok := b.meta.topic(offsetsTopic); ok || req.CoordinatorType != 0 {
 		answer()
 		return

@@ -13,16 +13,24 @@ import (
 	"context"
 	"net"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/broker/group"
 	"github.com/ktoolhq/ktool/broker/protocol"
+	"github.com/ktoolhq/ktool/internal/acl"
 )
 
 func init() { register(11, 0, 7, handleJoinGroup) }
 
 func handleJoinGroup(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
 	req := r.(*kmsg.JoinGroupRequest)
+	if !rc.allowed(b, acl.OpRead, acl.ResourceGroup, req.Group) {
+		resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+		resp.ErrorCode, resp.Generation, resp.MemberID = kerr.GroupAuthorizationFailed.Code, -1, req.MemberID
+		respond(protocol.Response{Msg: resp})
+		return
+	}
 	b.groups.JoinGroup(clientContext(rc), req, func(resp *kmsg.JoinGroupResponse) { respond(protocol.Response{Msg: resp}) })
 }
 

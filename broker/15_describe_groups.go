@@ -4,13 +4,15 @@ package broker
 //
 // State, protocol and members of groups this broker coordinates; member metadata
 // and assignments only for a Stable group, and an unknown group is "Dead", as
-// Kafka answers. Authorized operations (v3+) are all group operations: there are
-// no ACLs.
+// Kafka answers. A group the principal may not DESCRIBE is
+// GROUP_AUTHORIZATION_FAILED. Authorized operations (v3+) are not computed.
 
 import (
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/broker/protocol"
+	"github.com/ktoolhq/ktool/internal/acl"
 )
 
 func init() { register(15, 0, 5, handleDescribeGroups) }
@@ -20,5 +22,15 @@ func handleDescribeGroups(b *Broker, rc *reqCtx, r kmsg.Request, respond func(pr
 	// A group listed many times is described once: each answer carries every
 	// member's metadata and assignment.
 	req.Groups = dedupe(req.Groups, func(g string) string { return g })
-	b.groups.DescribeGroups(rc.ctx, req, func(resp *kmsg.DescribeGroupsResponse) { respond(protocol.Response{Msg: resp}) })
+	// Authorization: DESCRIBE on each group.
+	var denied []string
+	req.Groups, denied = splitGroups(b, rc, acl.OpDescribe, req.Groups)
+	b.groups.DescribeGroups(rc.ctx, req, func(resp *kmsg.DescribeGroupsResponse) {
+		for _, g := range denied {
+			rg := kmsg.NewDescribeGroupsResponseGroup()
+			rg.Group, rg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, rg)
+		}
+		respond(protocol.Response{Msg: resp})
+	})
 }

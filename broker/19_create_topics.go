@@ -19,6 +19,7 @@ import (
 	"github.com/ktoolhq/ktool/broker/config"
 	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/broker/protocol"
+	"github.com/ktoolhq/ktool/internal/acl"
 )
 
 func init() { register(19, 0, 7, handleCreateTopics) }
@@ -34,6 +35,8 @@ func handleCreateTopics(b *Broker, rc *reqCtx, r kmsg.Request, respond func(prot
 			seen[t.Topic]++
 		}
 		var created []string
+		// Authorization: CREATE on the cluster, or else on each topic.
+		clusterCreate := rc.allowedCluster(b, acl.OpCreate)
 		for _, t := range dedupe(req.Topics, func(t kmsg.CreateTopicsRequestTopic) string { return t.Topic }) {
 			rt := kmsg.NewCreateTopicsResponseTopic()
 			rt.Topic = t.Topic
@@ -54,6 +57,8 @@ func handleCreateTopics(b *Broker, rc *reqCtx, r kmsg.Request, respond func(prot
 			switch {
 			case seen[t.Topic] > 1:
 				err = kerr.InvalidRequest
+			case !clusterCreate && !rc.allowed(b, acl.OpCreate, acl.ResourceTopic, t.Topic):
+				err = fmt.Errorf("%w: CREATE on the cluster or on topic %s is required", kerr.TopicAuthorizationFailed, t.Topic)
 			case b.topicExists(ctx, t.Topic):
 				// Checked before any other validation, as Kafka does: "ensure the
 				// topic exists" callers rely on TOPIC_ALREADY_EXISTS.

@@ -18,6 +18,7 @@ import (
 	"github.com/ktoolhq/ktool/broker/coord"
 	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/broker/protocol"
+	"github.com/ktoolhq/ktool/internal/acl"
 )
 
 func init() { register(20, 0, 6, handleDeleteTopics) }
@@ -53,9 +54,13 @@ func handleDeleteTopics(b *Broker, rc *reqCtx, r kmsg.Request, respond func(prot
 			rt.Topic = &n
 			rt.TopicID = ids[i]
 			var err error
-			if dups[name] > 1 {
+			switch {
+			case dups[name] > 1:
 				err = fmt.Errorf("%w: topic %s is listed more than once", kerr.InvalidRequest, name)
-			} else {
+			case !rc.allowed(b, acl.OpDelete, acl.ResourceTopic, name):
+				// Authorization: DELETE on each topic.
+				err = fmt.Errorf("%w: DELETE on topic %s is required", kerr.TopicAuthorizationFailed, name)
+			default:
 				err = b.markForDeletion(ctx, name)
 			}
 			if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/broker/protocol"
+	"github.com/ktoolhq/ktool/internal/acl"
 )
 
 func init() { register(21, 0, 2, handleDeleteRecords) }
@@ -21,11 +22,16 @@ func handleDeleteRecords(b *Broker, rc *reqCtx, r kmsg.Request, respond func(pro
 	for _, t := range req.Topics {
 		rt := kmsg.NewDeleteRecordsResponseTopic()
 		rt.Topic = t.Topic
+		// Authorization: DELETE on each topic.
+		del := rc.allowed(b, acl.OpDelete, acl.ResourceTopic, t.Topic)
 		for _, rp := range t.Partitions {
 			out := kmsg.NewDeleteRecordsResponseTopicPartition()
 			out.Partition = rp.Partition
 			out.LowWatermark = -1
 			p, err := b.leaderPartition(t.Topic, rp.Partition)
+			if !del {
+				err = kerr.TopicAuthorizationFailed
+			}
 			if err == nil {
 				l := p.Log()
 				off := rp.Offset

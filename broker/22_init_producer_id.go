@@ -22,6 +22,7 @@ import (
 	"github.com/ktoolhq/ktool/broker/coord"
 	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/broker/protocol"
+	"github.com/ktoolhq/ktool/internal/acl"
 )
 
 func init() { register(22, 0, 4, handleInitProducerID) }
@@ -32,6 +33,13 @@ func handleInitProducerID(b *Broker, rc *reqCtx, r kmsg.Request, respond func(pr
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		respond(protocol.Response{Msg: resp})
+		return
+	}
+	// Authorization (KIP-679): IDEMPOTENT_WRITE on the cluster, or WRITE on
+	// some topic.
+	if !rc.allowedCluster(b, acl.OpIdempotentWrite) && !rc.allowedAny(b, acl.OpWrite, acl.ResourceTopic) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		respond(protocol.Response{Msg: resp})
 		return
 	}

@@ -11,10 +11,12 @@ import (
 	"context"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/broker/protocol"
 	"github.com/ktoolhq/ktool/broker/replica"
+	"github.com/ktoolhq/ktool/internal/acl"
 )
 
 func init() { register(23, 0, 4, handleOffsetForLeaderEpoch) }
@@ -22,7 +24,7 @@ func init() { register(23, 0, 4, handleOffsetForLeaderEpoch) }
 func handleOffsetForLeaderEpoch(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
 	req := r.(*kmsg.OffsetForLeaderEpochRequest)
 	if req.ReplicaID < 0 || !b.leaderEpochAhead(req) {
-		respond(protocol.Response{Msg: answerOffsetForLeaderEpoch(b, req)})
+		respond(protocol.Response{Msg: answerOffsetForLeaderEpoch(b, rc, req)})
 		return
 	}
 	// A follower asks about an epoch this broker has not taken yet: wait for
@@ -35,7 +37,7 @@ func handleOffsetForLeaderEpoch(b *Broker, rc *reqCtx, r kmsg.Request, respond f
 				b.replicas.AwaitLeaderEpoch(ctx, replica.TP{Topic: t.Topic, Partition: rp.Partition}, rp.CurrentLeaderEpoch)
 			}
 		}
-		respond(protocol.Response{Msg: answerOffsetForLeaderEpoch(b, req)})
+		respond(protocol.Response{Msg: answerOffsetForLeaderEpoch(b, rc, req)})
 	}()
 }
 
@@ -56,16 +58,29 @@ func (b *Broker) leaderEpochAhead(req *kmsg.OffsetForLeaderEpochRequest) bool {
 	return false
 }
 
-func answerOffsetForLeaderEpoch(b *Broker, req *kmsg.OffsetForLeaderEpochRequest) *kmsg.OffsetForLeaderEpochResponse {
+func answerOffsetForLeaderEpoch(b *Broker, rc *reqCtx, req *kmsg.OffsetForLeaderEpochRequest) *kmsg.OffsetForLeaderEpochResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	// Authorization: a follower's question needs CLUSTER_ACTION on the
+	// cluster, a client's DESCRIBE on each topic.
+	followerDenied := req.ReplicaID >= 0 && !rc.allowedCluster(b, acl.OpClusterAction)
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		rt.Topic = t.Topic
+		var denied error
+		switch {
+		case followerDenied:
+			denied = kerr.ClusterAuthorizationFailed
+		case req.ReplicaID < 0 && !rc.allowed(b, acl.OpDescribe, acl.ResourceTopic, t.Topic):
+			denied = kerr.TopicAuthorizationFailed
+		}
 		for _, rp := range t.Partitions {
 			out := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			out.Partition = rp.Partition
 			out.LeaderEpoch, out.EndOffset = -1, -1
 			p, err := b.leaderPartition(t.Topic, rp.Partition)
+			if denied != nil {
+				err = denied
+			}
 			if err == nil {
 				out.LeaderEpoch, out.EndOffset, err = p.LastOffsetForLeaderEpoch(rp.CurrentLeaderEpoch, rp.LeaderEpoch)
 			}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ktoolhq/ktool/broker/config"
 	"github.com/ktoolhq/ktool/broker/protocol"
+	"github.com/ktoolhq/ktool/internal/acl"
 )
 
 func init() { register(32, 0, 4, handleDescribeConfigs) }
@@ -70,6 +71,13 @@ func handleDescribeConfigs(b *Broker, rc *reqCtx, r kmsg.Request, respond func(p
 				}
 			}
 			out.Configs = append(out.Configs, c)
+		}
+		if err := configAuthorized(b, rc, res.ResourceType, res.ResourceName, acl.OpDescribeConfigs); err != nil {
+			out.ErrorCode = errorCode(err)
+			msg := err.Error()
+			out.ErrorMessage = &msg
+			resp.Resources = append(resp.Resources, out)
+			continue
 		}
 		switch res.ResourceType {
 		case resourceTopic:

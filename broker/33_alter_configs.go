@@ -20,6 +20,7 @@ import (
 	"github.com/ktoolhq/ktool/broker/coord"
 	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/broker/protocol"
+	"github.com/ktoolhq/ktool/internal/acl"
 )
 
 func init() { register(33, 0, 2, handleAlterConfigs) }
@@ -43,9 +44,14 @@ func handleAlterConfigs(b *Broker, rc *reqCtx, r kmsg.Request, respond func(prot
 					m[c.Name] = *c.Value
 				}
 			}
-			err := b.alterConfigs(ctx, res.ResourceType, res.ResourceName, m, req.ValidateOnly)
-			if dups[key(res)] > 1 {
+			var err error
+			switch {
+			case dups[key(res)] > 1:
 				err = fmt.Errorf("%w: resource %s is listed more than once", kerr.InvalidRequest, res.ResourceName)
+			default:
+				if err = configAuthorized(b, rc, res.ResourceType, res.ResourceName, acl.OpAlterConfigs); err == nil {
+					err = b.alterConfigs(ctx, res.ResourceType, res.ResourceName, m, req.ValidateOnly)
+				}
 			}
 			if err != nil {
 				out.ErrorCode = errorCode(err)

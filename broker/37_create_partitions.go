@@ -17,6 +17,7 @@ import (
 	"github.com/ktoolhq/ktool/broker/coord"
 	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/broker/protocol"
+	"github.com/ktoolhq/ktool/internal/acl"
 )
 
 func init() { register(37, 0, 3, handleCreatePartitions) }
@@ -33,9 +34,13 @@ func handleCreatePartitions(b *Broker, rc *reqCtx, r kmsg.Request, respond func(
 			rt := kmsg.NewCreatePartitionsResponseTopic()
 			rt.Topic = t.Topic
 			var err error
-			if dups[t.Topic] > 1 {
+			switch {
+			case dups[t.Topic] > 1:
 				err = fmt.Errorf("%w: topic %s is listed more than once", kerr.InvalidRequest, t.Topic)
-			} else {
+			case !rc.allowed(b, acl.OpAlter, acl.ResourceTopic, t.Topic):
+				// Authorization: ALTER on each topic.
+				err = fmt.Errorf("%w: ALTER on topic %s is required", kerr.TopicAuthorizationFailed, t.Topic)
+			default:
 				err = b.addPartitions(ctx, t, req.ValidateOnly)
 			}
 			if err != nil {

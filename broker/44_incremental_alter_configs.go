@@ -18,6 +18,7 @@ import (
 
 	"github.com/ktoolhq/ktool/broker/config"
 	"github.com/ktoolhq/ktool/broker/protocol"
+	"github.com/ktoolhq/ktool/internal/acl"
 )
 
 func init() { register(44, 0, 1, handleIncrementalAlterConfigs) }
@@ -38,7 +39,7 @@ func handleIncrementalAlterConfigs(b *Broker, rc *reqCtx, r kmsg.Request, respon
 			var err error
 			if dups[key(res)] > 1 {
 				err = fmt.Errorf("%w: resource %s is listed more than once", kerr.InvalidRequest, res.ResourceName)
-			} else {
+			} else if err = configAuthorized(b, rc, res.ResourceType, res.ResourceName, acl.OpAlterConfigs); err == nil {
 				err = b.incrementalAlter(ctx, res, req.ValidateOnly)
 			}
 			if err != nil {

@@ -390,6 +390,9 @@ func (b *Broker) reloadEntity(ctx context.Context, entity string) {
 // startWatches follows config change notifications for this session.
 func (b *Broker) startWatches(s coord.Store) {
 	go b.watchConfigChanges(s)
+	if b.authz != nil {
+		go b.authz.Run(b.ctx, s)
+	}
 }
 
 func (b *Broker) watchConfigChanges(s coord.Store) {

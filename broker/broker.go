@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ktoolhq/ktool/broker/auth"
+	"github.com/ktoolhq/ktool/broker/authz"
 	"github.com/ktoolhq/ktool/broker/config"
 	"github.com/ktoolhq/ktool/broker/coord"
 	"github.com/ktoolhq/ktool/broker/coord/embedded"
@@ -56,6 +57,7 @@ type Broker struct {
 	interBroker auth.Listener
 	listeners   []*listenerState
 	dialer      *auth.Dialer
+	authz       *authz.Authorizer // nil: no authorizer
 	sessions    sessions
 
 	connector   coord.Connector
@@ -171,6 +173,9 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 		return err
 	}
 	b.logger = b.logger.With("broker", b.id)
+	if err := b.setupAuthorizer(ctx); err != nil {
+		return err
+	}
 
 	b.replicas = replica.NewManager(replica.Config{
 		BrokerID:      b.id,

@@ -31,6 +31,7 @@ type listenerState struct {
 // which also bounds frames before it.
 type session struct {
 	identity   auth.Identity
+	host       string // the client's IP address, for ACL hosts
 	handshaken bool
 	exchange   auth.Exchange
 }
@@ -201,7 +202,7 @@ func (b *Broker) session(c *protocol.Conn) (*session, error) {
 	if st == nil {
 		return nil, errors.New("connection from an unknown listener")
 	}
-	s := &session{identity: auth.Identity{Principal: auth.Anonymous, Listener: st.Name, Protocol: st.Protocol}}
+	s := &session{identity: auth.Identity{Principal: auth.Anonymous, Listener: st.Name, Protocol: st.Protocol}, host: remoteHost(c.RemoteAddr())}
 	if tc, ok := c.NetConn().(*tls.Conn); ok {
 		if certs := tc.ConnectionState().PeerCertificates; len(certs) > 0 {
 			p, err := st.mapper.CertPrincipal(certs[0])

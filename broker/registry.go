@@ -91,6 +91,9 @@ func (b *Broker) Handle(ctx context.Context, c *protocol.Conn, h protocol.Header
 		b.awaitReady(ctx)
 	}
 	rc := &reqCtx{ctx: ctx, conn: c, header: h, identity: sess.identity, session: sess}
+	if !b.gate(rc, req, respond) {
+		return
+	}
 	if b.quotas.Active() && b.quotas.Table().Has(cq.Request) && !requestQuotaExempt[h.Key] {
 		b.withRequestQuota(rc, req, a, respond)
 		return

@@ -33,6 +33,9 @@ type Settings struct {
 	InterBrokerListenerName     string `config:"inter.broker.listener.name"`
 	SecurityInterBrokerProtocol string `config:"security.inter.broker.protocol"`
 	SASLMechanismInterBroker    string `config:"sasl.mechanism.inter.broker.protocol"`
+	AuthorizerClassName         string `config:"authorizer.class.name"`
+	SuperUsers                  string `config:"super.users"`
+	AllowEveryoneIfNoACLFound   bool   `config:"allow.everyone.if.no.acl.found"`
 	ClusterID                   string `config:"cluster.id"`
 	MetricsListener             string `config:"metrics.listener"`
 
