@@ -167,6 +167,26 @@ var clusterGates = map[int16]clusterGate{
 		resp.ErrorCode = clusterAuthFailed
 		return resp
 	}},
+	48: {acl.OpDescribeConfigs, func(r kmsg.Request) kmsg.Response {
+		resp := r.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
+		resp.ErrorCode = clusterAuthFailed
+		return resp
+	}},
+	49: {acl.OpAlterConfigs, func(r kmsg.Request) kmsg.Response {
+		req := r.(*kmsg.AlterClientQuotasRequest)
+		resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
+		for _, e := range req.Entries {
+			re := kmsg.NewAlterClientQuotasResponseEntry()
+			re.ErrorCode = clusterAuthFailed
+			for _, en := range e.Entity {
+				ree := kmsg.NewAlterClientQuotasResponseEntryEntity()
+				ree.Type, ree.Name = en.Type, en.Name
+				re.Entity = append(re.Entity, ree)
+			}
+			resp.Entries = append(resp.Entries, re)
+		}
+		return resp
+	}},
 	50: {acl.OpDescribe, func(r kmsg.Request) kmsg.Response {
 		resp := r.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
 		resp.ErrorCode = clusterAuthFailed

@@ -467,3 +467,27 @@ func TestAclAPIs(t *testing.T) {
 		t.Fatalf("create codes %v", codes)
 	}
 }
+
+// TestAuthorizerQuotaAPIs: client quotas need DESCRIBE_CONFIGS / ALTER_CONFIGS
+// on the cluster; a refused alteration changes nothing.
+func TestAuthorizerQuotaAPIs(t *testing.T) {
+	c := newACLCluster(t, 1, nil)
+	ctx := context.Background()
+	alice := kadm.NewClient(c.as("alice"))
+	rate := kadm.AlterClientQuotaOp{Key: "producer_byte_rate", Value: 1024}
+	entry := kadm.AlterClientQuotaEntry{Entity: kadm.ClientQuotaEntity{{Type: "user", Name: kadm.StringPtr("alice")}}, Ops: []kadm.AlterClientQuotaOp{rate}}
+	res, err := alice.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{entry})
+	if err == nil && len(res) > 0 {
+		err = res[0].Err
+	}
+	if !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("alter quotas: %v", err)
+	}
+	if _, err := alice.DescribeClientQuotas(ctx, false, nil); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("describe quotas: %v", err)
+	}
+	got, err := kadm.NewClient(c.as("admin")).DescribeClientQuotas(ctx, false, nil)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("quotas after the refused change: %v %v", got, err)
+	}
+}
