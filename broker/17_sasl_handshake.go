@@ -1,15 +1,14 @@
 package broker
 
-// SaslHandshake, key 17, v1 (v0 listed).
+// SaslHandshake, key 17, v0-v1.
 //
 // Names the SASL mechanism a client will authenticate with; the tokens follow
 // in SaslAuthenticate (36). Version 0, where raw tokens follow outside Kafka
-// framing, is not served: a v0 request closes the connection. ApiVersions
-// still lists 0-1 as Kafka does, because librdkafka takes the absence of v0
-// to mean the broker has no SASL at all; it, like every client since Kafka
-// 1.0, then sends v1. On a
-// listener without SASL the answer is ILLEGAL_SASL_STATE, as Kafka's. A
-// mechanism the listener does not enable is answered with
+// framing, is listed (librdkafka takes its absence to mean the broker has no
+// SASL at all) but a v0 handshake on a SASL listener is answered
+// UNSUPPORTED_VERSION and the connection closes: every client since Kafka 1.0
+// sends v1. On a listener without SASL the answer is ILLEGAL_SASL_STATE, as
+// Kafka's. A mechanism the listener does not enable is answered with
 // UNSUPPORTED_SASL_MECHANISM and the enabled list, and the connection closes.
 
 import (
@@ -19,7 +18,7 @@ import (
 	"github.com/ktoolhq/ktool/broker/protocol"
 )
 
-func init() { registerAdvertised(17, 0, 1, 1, handleSaslHandshake) }
+func init() { register(17, 0, 1, handleSaslHandshake) }
 
 func handleSaslHandshake(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
 	req := r.(*kmsg.SASLHandshakeRequest)
@@ -31,6 +30,11 @@ func handleSaslHandshake(b *Broker, rc *reqCtx, r kmsg.Request, respond func(pro
 		return
 	}
 	resp.SupportedMechanisms = l.sasl.Mechanisms
+	if req.GetVersion() == 0 {
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		respond(protocol.Response{Msg: resp, Close: true})
+		return
+	}
 	x, err := l.sasl.Start(req.Mechanism)
 	if err != nil {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
