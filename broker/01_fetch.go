@@ -53,6 +53,11 @@ func handleFetch(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Re
 	}
 	maxBytes = min(maxBytes, b.fetchMaxBytes)
 	denied := fetchDenied(b, rc, req, follower)
+	if !follower && b.quotas.Active() {
+		if w, ok := b.quotas.MaxInWindow(cq.Fetch, rc.quotaUser(), rc.header.ClientID); ok && w < float64(maxBytes) {
+			maxBytes = max(int32(w), 1)
+		}
+	}
 
 	parts, total, expands := b.readFetch(req, follower, maxBytes, denied)
 	b.expandIsrs(expands)

@@ -170,6 +170,18 @@ func (m *Manager) Record(k Kind, user, clientID string, value float64, now time.
 	return d
 }
 
+// MaxInWindow is the most a client may take of kind k in one answer without
+// being throttled for it: its bound over (samples-1) windows, as Kafka caps a
+// consumer's fetch size so a low consumer_byte_rate still lets records through
+// (KAFKA-9677). ok is false when no quota applies.
+func (m *Manager) MaxInWindow(k Kind, user, clientID string) (float64, bool) {
+	bound, _, ok := m.table.Load().Resolve(k, user, clientID)
+	if !ok {
+		return 0, false
+	}
+	return bound * float64(max(m.cfg.Samples-1, 1)) * m.cfg.Window.Seconds(), true
+}
+
 // Unrecord takes back value recorded at now (a fetch answered without its data
 // because it was throttled), giving no throttle time.
 func (m *Manager) Unrecord(k Kind, user, clientID string, value float64, now time.Time) {
