@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	aclcmd "github.com/ktoolhq/ktool/tools/acl"
 	"github.com/ktoolhq/ktool/tools/apiversions"
 	"github.com/ktoolhq/ktool/tools/cert"
 	"github.com/ktoolhq/ktool/tools/cmdutil"
@@ -66,6 +67,7 @@ groups, console produce and consume, and performance tests.`,
 		configs.NewCommand(f),
 		user.NewCommand(f),
 		quota.NewCommand(f),
+		aclcmd.NewCommand(f),
 		cert.NewCommand(f),
 		ui.NewCommand(f, nil),
 		reassign.NewCommand(f),
