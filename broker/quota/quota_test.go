@@ -2,6 +2,7 @@ package quota
 
 import (
 	"math"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -108,5 +109,25 @@ func TestThrottleTime(t *testing.T) {
 	st := m.Stats(t0)
 	if len(st) != 1 || st[0].User != "alice" || st[0].Client != "" || st[0].Throttle != 1500*time.Millisecond {
 		t.Fatalf("stats = %+v", st)
+	}
+}
+
+// TestSensorsBounded floods the manager with client ids under a client-id
+// default quota: the rates kept stay bounded, and the newcomers share one.
+func TestSensorsBounded(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	m := NewManager(Config{Samples: 11, Window: time.Second})
+	m.SetTable(NewTable(map[Entity]Values{{Client: DefaultName()}: {Produce: 100}}))
+	for i := 0; i < maxSensors+50; i++ {
+		m.Record(Produce, "", "c"+strconv.Itoa(i), 1, t0)
+	}
+	st := m.Stats(t0)
+	if len(st) != maxSensors+1 {
+		t.Fatalf("%d rates kept for %d clients", len(st), maxSensors+50)
+	}
+	// Once the first ones are idle for a whole window, they make room.
+	m.Record(Produce, "", "late", 1, t0.Add(20*time.Second))
+	if st := m.Stats(t0.Add(20 * time.Second)); len(st) != 1 {
+		t.Fatalf("%d rates after expiry, want 1", len(st))
 	}
 }

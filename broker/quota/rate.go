@@ -116,6 +116,7 @@ type Manager struct {
 
 	mu      sync.Mutex
 	sensors map[Tags]*sensor
+	expired time.Time // last sweep of idle rates
 }
 
 type sensor struct {
@@ -142,8 +143,12 @@ func (m *Manager) Table() *Table { return m.table.Load() }
 // request path to skip everything else when none is.
 func (m *Manager) Active() bool { return !m.table.Load().Empty() }
 
-// maxSensors bounds the rates kept; beyond it, rates idle for a whole window are dropped.
+// maxSensors bounds the rates kept; beyond it, rates idle for a whole window are
+// dropped (at most once per window), and new clients share the overflow rate.
 const maxSensors = 10000
+
+// overflow names the shared rate of clients beyond maxSensors in metrics.
+const overflow = "\x00overflow"
 
 // Record adds value (bytes, or percent-seconds of request time) to the rate of
 // user and clientID for kind k, and returns how long the client must be
@@ -155,14 +160,7 @@ func (m *Manager) Record(k Kind, user, clientID string, value float64, now time.
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := m.sensors[tags]
-	if s == nil {
-		if len(m.sensors) >= maxSensors {
-			m.expire(now)
-		}
-		s = &sensor{rate: NewRate(m.cfg.Samples, m.cfg.Window)}
-		m.sensors[tags] = s
-	}
+	s := m.sensor(k, tags, now)
 	s.bound, s.last = bound, now
 	s.rate.Record(value, now)
 	d := s.rate.throttle(bound, now, m.cfg.Window)
@@ -194,6 +192,28 @@ func (m *Manager) Unrecord(k Kind, user, clientID string, value float64, now tim
 	if s := m.sensors[tags]; s != nil {
 		s.rate.Record(-value, now)
 	}
+}
+
+// sensor finds or makes the rate of tags (m.mu held).
+func (m *Manager) sensor(k Kind, tags Tags, now time.Time) *sensor {
+	if s := m.sensors[tags]; s != nil {
+		return s
+	}
+	if len(m.sensors) >= maxSensors && now.Sub(m.expired) >= m.cfg.Window {
+		m.expire(now)
+		m.expired = now
+	}
+	if len(m.sensors) >= maxSensors {
+		// Too many clients at once (a flood of client ids): the newcomers
+		// share one rate, which throttles them more, never less.
+		tags = Tags{Kind: k, User: overflow, Client: overflow}
+		if s := m.sensors[tags]; s != nil {
+			return s
+		}
+	}
+	s := &sensor{rate: NewRate(m.cfg.Samples, m.cfg.Window)}
+	m.sensors[tags] = s
+	return s
 }
 
 // expire drops the rates not recorded into for a whole measuring window.
