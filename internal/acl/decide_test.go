@@ -162,3 +162,39 @@ func TestParse(t *testing.T) {
 		t.Errorf("ParseResourceType = %v, %v", rt, err)
 	}
 }
+
+// BenchmarkAuthorize: one decision among 10,000 ACLs (100 principals on 50
+// literal topics, 40 prefixes and 10 groups), as BenchmarkAuthorizerProduce
+// in broker/ lays them out.
+func BenchmarkAuthorize(b *testing.B) {
+	var bs []Binding
+	for u := 0; u < 100; u++ {
+		p := "User:user-" + string(rune('a'+u%26)) + string(rune('a'+u/26))
+		if u == 99 {
+			p = "User:alice"
+		}
+		for i := 0; i < 50; i++ {
+			bs = append(bs, lit(ResourceTopic, "topic-"+string(rune('a'+i%26))+string(rune('a'+i/26)), p, "*", OpWrite, PermAllow))
+		}
+		bs[len(bs)-50] = lit(ResourceTopic, "bench-topic", p, "*", OpWrite, PermAllow)
+		for i := 0; i < 40; i++ {
+			bs = append(bs, pre(ResourceTopic, "prefix-"+string(rune('a'+i%26))+string(rune('a'+i/26))+"-", p, OpWrite, PermAllow))
+		}
+		bs[len(bs)-40] = pre(ResourceTopic, "bench-", p, OpWrite, PermAllow)
+		for i := 0; i < 10; i++ {
+			bs = append(bs, lit(ResourceGroup, "group-"+string(rune('a'+i)), p, "*", OpRead, PermAllow))
+		}
+	}
+	ix := NewIndex(bs, nil, false)
+	if len(ix.Bindings()) != 10000 {
+		b.Fatalf("%d bindings", len(ix.Bindings()))
+	}
+	p := Principal{"User", "alice"}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if !ix.Authorize(p, "127.0.0.1", OpWrite, ResourceTopic, "bench-topic").Allowed {
+			b.Fatal("denied")
+		}
+	}
+}
