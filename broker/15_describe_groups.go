@@ -5,7 +5,8 @@ package broker
 // State, protocol and members of groups this broker coordinates; member metadata
 // and assignments only for a Stable group, and an unknown group is "Dead", as
 // Kafka answers. A group the principal may not DESCRIBE is
-// GROUP_AUTHORIZATION_FAILED. Authorized operations (v3+) are not computed.
+// GROUP_AUTHORIZATION_FAILED. Authorized operations (v3+) are the group
+// operations (READ, DELETE, DESCRIBE) the authorizer allows, all without one.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,6 +27,11 @@ func handleDescribeGroups(b *Broker, rc *reqCtx, r kmsg.Request, respond func(pr
 	var denied []string
 	req.Groups, denied = splitGroups(b, rc, acl.OpDescribe, req.Groups)
 	b.groups.DescribeGroups(rc.ctx, req, func(resp *kmsg.DescribeGroupsResponse) {
+		if req.IncludeAuthorizedOperations && b.authz != nil {
+			for i := range resp.Groups {
+				resp.Groups[i].AuthorizedOperations = groupAuthorizedOps(b, rc, resp.Groups[i].Group)
+			}
+		}
 		for _, g := range denied {
 			rg := kmsg.NewDescribeGroupsResponseGroup()
 			rg.Group, rg.ErrorCode = g, kerr.GroupAuthorizationFailed.Code
@@ -33,4 +39,16 @@ func handleDescribeGroups(b *Broker, rc *reqCtx, r kmsg.Request, respond func(pr
 		}
 		respond(protocol.Response{Msg: resp})
 	})
+}
+
+// groupAuthorizedOps is the bit set (one bit per ACL operation code) of the
+// group operations the principal may do on group g.
+func groupAuthorizedOps(b *Broker, rc *reqCtx, g string) int32 {
+	var ops int32
+	for _, op := range []acl.Operation{acl.OpRead, acl.OpDelete, acl.OpDescribe} {
+		if rc.allowed(b, op, acl.ResourceGroup, g) {
+			ops |= 1 << op
+		}
+	}
+	return ops
 }

@@ -252,6 +252,16 @@ func TestAuthorizerGroupsAndAdmin(t *testing.T) {
 	if !errors.Is(err, kerr.GroupAuthorizationFailed) {
 		t.Fatalf("delete group: %v", err)
 	}
+	// bob's authorized operations on g are READ and its implied DESCRIBE.
+	dreq := kmsg.NewPtrDescribeGroupsRequest()
+	dreq.Groups, dreq.IncludeAuthorizedOperations = []string{"g"}, true
+	dresp, err := dreq.RequestWith(ctx, c.as("bob"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ops := dresp.Groups[0].AuthorizedOperations; ops != 1<<3|1<<8 {
+		t.Fatalf("bob's authorized operations on g: %b", ops)
+	}
 	if lg, err := alice.ListGroups(ctx); err != nil || len(lg) != 0 {
 		t.Fatalf("alice lists groups %v %v", lg, err)
 	}
