@@ -320,8 +320,26 @@ func deref(s *string) string {
 	return *s
 }
 
+// tail is the last lines of a client's output, with runs of one repeated line
+// (librdkafka reports each purged message) said once, so the error that
+// started them stays in view.
 func tail(s string, lines int) string {
-	parts := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	var parts []string
+	repeats := 0
+	for _, line := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		if n := len(parts); n > 0 && parts[n-1] == line {
+			repeats++
+			continue
+		}
+		if repeats > 0 {
+			parts = append(parts, fmt.Sprintf("        (the line above %d more times)", repeats))
+			repeats = 0
+		}
+		parts = append(parts, line)
+	}
+	if repeats > 0 {
+		parts = append(parts, fmt.Sprintf("        (the line above %d more times)", repeats))
+	}
 	if len(parts) > lines {
 		parts = parts[len(parts)-lines:]
 	}
