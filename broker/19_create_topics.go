@@ -17,9 +17,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/broker/config"
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/broker/protocol"
 	"github.com/ktoolhq/ktool/internal/acl"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 )
 
 func init() { register(19, 0, 7, handleCreateTopics) }

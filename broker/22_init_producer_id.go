@@ -20,9 +20,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/broker/coord"
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/broker/protocol"
 	"github.com/ktoolhq/ktool/internal/acl"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 )
 
 func init() { register(22, 0, 4, handleInitProducerID) }

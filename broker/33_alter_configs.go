@@ -18,9 +18,9 @@ import (
 
 	"github.com/ktoolhq/ktool/broker/config"
 	"github.com/ktoolhq/ktool/broker/coord"
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/broker/protocol"
 	"github.com/ktoolhq/ktool/internal/acl"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 )
 
 func init() { register(33, 0, 2, handleAlterConfigs) }

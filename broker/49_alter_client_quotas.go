@@ -19,9 +19,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/broker/protocol"
 	cq "github.com/ktoolhq/ktool/broker/quota"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 )
 
 func init() { register(49, 0, 1, handleAlterClientQuotas) }

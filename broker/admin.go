@@ -16,8 +16,8 @@ import (
 
 	"github.com/ktoolhq/ktool/broker/config"
 	"github.com/ktoolhq/ktool/broker/coord"
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/broker/replica"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 )
 
 // offsetsTopic is the internal topic of consumer group offsets.

@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/ktoolhq/ktool/broker/controller"
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 )
 
 // brokerRacks reads the broker.rack of each live broker from its

@@ -19,13 +19,13 @@ import (
 	"github.com/ktoolhq/ktool/broker/config"
 	"github.com/ktoolhq/ktool/broker/coord"
 	"github.com/ktoolhq/ktool/broker/coord/embedded"
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/broker/coord/zkstore"
 	"github.com/ktoolhq/ktool/broker/group"
 	klog "github.com/ktoolhq/ktool/broker/log"
 	"github.com/ktoolhq/ktool/broker/protocol"
 	cq "github.com/ktoolhq/ktool/broker/quota"
 	"github.com/ktoolhq/ktool/broker/replica"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 	"github.com/ktoolhq/ktool/plugins/codec"
 )
 

@@ -22,9 +22,9 @@ import (
 
 	"github.com/ktoolhq/ktool/broker/config"
 	"github.com/ktoolhq/ktool/broker/coord"
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/broker/protocol"
 	cq "github.com/ktoolhq/ktool/broker/quota"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 )
 
 func newQuotaManager(s *config.Settings) *cq.Manager {

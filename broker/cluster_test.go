@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/ktoolhq/ktool/broker/brokertest"
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 )
 
 // partitionView is one partition as Metadata reports it.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/ktoolhq/ktool/broker/brokertest"
 	"github.com/ktoolhq/ktool/broker/coord"
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 )
 
 // unbalance kills and restarts the preferred leader of partition 0 so that

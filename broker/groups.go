@@ -6,10 +6,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/broker/group"
 	"github.com/ktoolhq/ktool/broker/replica"
 	"github.com/ktoolhq/ktool/internal/batch"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 )
 
 // newGroupCoordinator builds the group coordinator over __consumer_offsets. A

@@ -13,8 +13,8 @@ import (
 
 	"github.com/ktoolhq/ktool/broker/auth"
 	"github.com/ktoolhq/ktool/broker/coord"
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/broker/protocol"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 )
 
 // listenerState is one open listener and how it authenticates.

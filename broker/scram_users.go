@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/ktoolhq/ktool/broker/coord"
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 )
 
 // updateUserConfig changes /config/users/<user> with f, conditionally on the

@@ -27,8 +27,8 @@ import (
 
 	"github.com/ktoolhq/ktool/broker"
 	"github.com/ktoolhq/ktool/broker/config"
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/internal/certgen"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 )
 
 // pki is a test CA with a broker certificate and client certificates.

@@ -8,17 +8,17 @@ import (
 
 // TestToolsImportNoBrokerInternals: the commands under tools/ operate any
 // Kafka cluster through the protocol (and ZooKeeper); of the broker they may
-// import only its configuration table (broker/config) and the layout of
-// Kafka's znodes (broker/coord/zkdata: paths, JSON and SCRAM formats, which
-// `ktool user` writes straight to ZooKeeper). Both are data definitions that
-// import nothing else of ktool. What runs brokers lives in cmd/ktool.
+// import only its configuration table (broker/config), a data definition that
+// imports nothing else of ktool. Kafka's znode layout, which `ktool user` and
+// `ktool zk` share with the broker, is internal/zkdata. What runs brokers
+// lives in cmd/ktool.
 func TestToolsImportNoBrokerInternals(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-test", "-f", `{{.ImportPath}}`, "./...").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	const mod = "github.com/ktoolhq/ktool/"
-	allowed := map[string]bool{mod + "broker/config": true, mod + "broker/coord/zkdata": true}
+	allowed := map[string]bool{mod + "broker/config": true}
 	var bad []string
 	for _, p := range strings.Fields(string(out)) {
 		if (strings.HasPrefix(p, mod+"broker") || p == mod+"internal/supervisor") && !allowed[p] {
@@ -31,9 +31,10 @@ func TestToolsImportNoBrokerInternals(t *testing.T) {
 }
 
 // TestAllowedBrokerPackagesStayData: what tools/ may import of the broker
-// must itself import nothing else of ktool, or the rule above would leak.
+// must itself import nothing else of ktool, or the rule above would leak;
+// the same holds for the znode layout both sides share.
 func TestAllowedBrokerPackagesStayData(t *testing.T) {
-	for _, p := range []string{"../broker/config", "../broker/coord/zkdata"} {
+	for _, p := range []string{"../broker/config", "../internal/zkdata"} {
 		out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}`, p).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list %s: %v\n%s", p, err, out)

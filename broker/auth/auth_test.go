@@ -9,7 +9,7 @@ import (
 
 	"github.com/xdg-go/scram"
 
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 )
 
 func TestParseListeners(t *testing.T) {

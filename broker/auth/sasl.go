@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/ktoolhq/ktool/broker/config"
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/internal/jaas"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 )
 
 // SASL mechanisms.

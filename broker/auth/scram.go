@@ -11,7 +11,7 @@ import (
 	"hash"
 	"strings"
 
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 )
 
 // scramExchange is the server side of SCRAM-SHA-256/512 (RFC 5802, 7677),

@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	"github.com/ktoolhq/ktool/broker/coord"
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 )
 
 // The admin znodes: topic deletions, ISR change notifications and preferred

@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/ktoolhq/ktool/broker/coord"
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 )
 
 // Broker registrations: loading them, and what the controller does when brokers

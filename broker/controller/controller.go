@@ -13,7 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/ktoolhq/ktool/broker/coord"
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 )
 
 // TP names a topic partition.

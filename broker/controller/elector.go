@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ktoolhq/ktool/broker/coord"
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 )
 
 // Config configures the controller a broker runs when it wins the election.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 )
 
 // brokers is a broker set: live are registered, stopping (a subset) asked for a

@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	"github.com/ktoolhq/ktool/broker/coord"
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 )
 
 // Partition state writes, fenced by the controller epoch znode's version.

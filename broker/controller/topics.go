@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/ktoolhq/ktool/broker/coord"
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 )
 
 // Topics and their partition assignments: loading them, new topics and new

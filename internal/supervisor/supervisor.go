@@ -13,8 +13,8 @@ import (
 	"github.com/ktoolhq/ktool/broker"
 	"github.com/ktoolhq/ktool/broker/config"
 	"github.com/ktoolhq/ktool/broker/coord/embedded"
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
 	"github.com/ktoolhq/ktool/internal/supervisor/control"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 )
 
 // BrokerSpec is one broker of the cluster.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ktoolhq/ktool/broker/coord/zkdata"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 	"github.com/ktoolhq/ktool/tools/zk"
 )
 
