@@ -43,11 +43,11 @@ if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null;
   fi
 fi
 
-# Non-Go clients for test/compat (kcat = librdkafka, kafkajs); without them those
+# Non-Go clients for test/compat (kcat = librdkafka, confluent-kafka-python, kafkajs); without them those
 # tests skip, loudly.
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && command -v npm >/dev/null; then
-  say "installing the client compatibility tools (kcat, kafkajs)"
-  test/compat/setup.sh >/dev/null || say "could not install kcat/kafkajs; test/compat will skip"
+  say "installing the client compatibility tools (kcat, confluent-kafka-python, kafkajs)"
+  test/compat/setup.sh >/dev/null || say "could not install kcat/confluent-kafka-python/kafkajs; test/compat will skip"
 fi
 
 say "gofmt"

@@ -1,24 +1,32 @@
 #!/bin/sh
 # Installs what the compatibility tests in test/compat drive: kcat (librdkafka's
-# CLI, from the distribution's packages; needs root) and kafkajs (npm ci from the
+# CLI) and confluent-kafka-python (from the distribution's packages; needs root)
+# and kafkajs (npm ci from the
 # committed package-lock.json). The tests never download anything themselves.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 
-if command -v kcat >/dev/null 2>&1; then
-	echo "kcat: $(kcat -V 2>&1 | sed -n 's/^Version //p')"
+# kcat, and confluent-kafka-python for /usr/bin/python3 (the distribution's
+# python3-confluent-kafka, built on the same librdkafka).
+need=""
+command -v kcat >/dev/null 2>&1 || need="kcat"
+/usr/bin/python3 -c 'import confluent_kafka' >/dev/null 2>&1 || need="$need python3-confluent-kafka"
+if [ -z "$need" ]; then
+	echo "kcat: $(kcat -V 2>&1 | sed -n 's/^Version //p'); confluent-kafka-python: $(/usr/bin/python3 -c 'import confluent_kafka; print(confluent_kafka.version()[0])')"
 elif command -v apt-get >/dev/null 2>&1; then
 	if [ "$(id -u)" -ne 0 ]; then
-		echo "setup.sh: installing kcat needs root (apt-get); run it with sudo, or install kcat yourself" >&2
+		echo "setup.sh: installing$need needs root (apt-get); run it with sudo, or install them yourself" >&2
 		exit 1
 	fi
 	apt-get update
-	DEBIAN_FRONTEND=noninteractive apt-get install -y kcat
+	# shellcheck disable=SC2086 # one word per package
+	DEBIAN_FRONTEND=noninteractive apt-get install -y $need
 elif command -v brew >/dev/null 2>&1; then
 	brew install kcat
+	echo "setup.sh: install confluent-kafka-python for python3 yourself (pip install confluent-kafka)" >&2
 else
-	echo "setup.sh: no apt-get or brew here; install kcat (librdkafka's CLI) by hand" >&2
+	echo "setup.sh: no apt-get or brew here; install$need by hand" >&2
 	exit 1
 fi
 

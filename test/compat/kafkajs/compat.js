@@ -7,6 +7,7 @@
 //   node compat.js produce  BROKERS TOPIC COUNT COMPRESSION(none|gzip) FIRST_TIMESTAMP_MS
 //   node compat.js consume  BROKERS TOPIC GROUP MAX
 //   node compat.js groups   BROKERS GROUP TOPIC TIMESTAMP_MS
+//   node compat.js secure   BROKERS TOPIC MECHANISM USER PASSWORD CA_FILE|- COUNT
 //
 // BROKERS is host:port[,host:port...]. consume stops after MAX records, or when its
 // stdin closes, and commits each record's offset itself (autoCommit off).
@@ -19,10 +20,11 @@ function out(obj) {
   process.stdout.write(JSON.stringify(obj) + '\n');
 }
 
-function client(id) {
+function client(id, security) {
   return new Kafka({
     clientId: id,
     brokers: (brokers || '').split(','),
+    ...security,
     logLevel: logLevel.WARN,
     logCreator: () => ({ level, log }) => {
       process.stderr.write(`kafkajs ${level} ${JSON.stringify(log)}\n`);
@@ -167,7 +169,47 @@ async function groups(group, topic, ts) {
   }
 }
 
+// secure authenticates with SASL (over TLS when caFile is not '-'), produces
+// count records and reads them back in a group from the beginning. A refused
+// login fails the command (exit 1, an 'error' line with kafkajs's error).
+async function secure(topic, mechanism, username, password, caFile, count) {
+  const security = {
+    sasl: { mechanism: mechanism.toLowerCase(), username, password },
+    ssl: caFile === '-' ? false : { ca: [require('fs').readFileSync(caFile, 'utf8')] },
+    retry: { retries: 2, initialRetryTime: 100 },
+  };
+  const kafka = client('compat-secure', security);
+  const p = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+  await p.connect();
+  const n = Number(count);
+  const messages = [];
+  for (let i = 0; i < n; i++) {
+    messages.push({ key: `k${i}`, value: `${mechanism}-${i}` });
+  }
+  for (const r of await p.send({ topic, messages })) {
+    out({ step: 'sent', partition: r.partition, errorCode: r.errorCode, baseOffset: r.baseOffset });
+  }
+  await p.disconnect();
+  const c = kafka.consumer({ groupId: `compat-secure-${mechanism}-${process.pid}` });
+  await c.connect();
+  await c.subscribe({ topic, fromBeginning: true });
+  let seen = 0;
+  await new Promise((resolve, reject) => {
+    c.run({
+      eachMessage: async ({ partition, message }) => {
+        out({ step: 'message', partition, offset: message.offset, key: text(message.key), value: text(message.value) });
+        if (++seen >= n) {
+          resolve();
+        }
+      },
+    }).catch(reject);
+  });
+  await c.disconnect();
+  out({ step: 'done', count: seen });
+}
+
 const commands = {
+  secure: () => secure(...args),
   admin: () => admin(...args),
   produce: () => produce(...args),
   consume: () => consume(...args),
@@ -175,7 +217,7 @@ const commands = {
 };
 
 if (!commands[cmd] || !brokers) {
-  process.stderr.write('usage: node compat.js admin|produce|consume|groups BROKERS ...\n');
+  process.stderr.write('usage: node compat.js admin|produce|consume|groups|secure BROKERS ...\n');
   process.exitCode = 2;
 } else {
   commands[cmd]().catch((err) => {
