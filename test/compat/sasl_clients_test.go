@@ -28,9 +28,9 @@ var saslCases = []saslCase{
 }
 
 // startSASL is startSecure with bob's SCRAM credentials (both mechanisms).
-func startSASL(ctx context.Context, t *testing.T) *secureBroker {
+func startSASL(ctx context.Context, t *testing.T, extra ...string) *secureBroker {
 	t.Helper()
-	s := startSecure(t)
+	s := startSecure(t, extra...)
 	bin, err := ktool()
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package compat
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -20,7 +21,8 @@ import (
 )
 
 // secureBroker is a `ktool broker start` child with a listener of every
-// security protocol, and the files clients need.
+// security protocol, and the files clients need; extra (key=value) are more
+// broker settings.
 type secureBroker struct {
 	*broker
 	dir                        string
@@ -39,7 +41,7 @@ func freeAddr(t *testing.T) string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
 }
 
-func startSecure(t *testing.T) *secureBroker {
+func startSecure(t *testing.T, extra ...string) *secureBroker {
 	t.Helper()
 	s := &secureBroker{dir: t.TempDir()}
 	ca, err := certgen.NewCA("compat-ca", time.Hour)
@@ -88,6 +90,7 @@ func startSecure(t *testing.T) *secureBroker {
 		"listener.name.ssl.ssl.client.auth=required",
 		"sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
 	}
+	overrides = append(overrides, extra...)
 	var args []string
 	args = append(args, "--listeners", fmt.Sprintf("PLAINTEXT://%s,SASL_PLAINTEXT://%s,SASL_SSL://%s,SSL://%s", plain, s.saslPlain, s.saslSSL, s.ssl))
 	for _, o := range overrides {
@@ -237,15 +240,26 @@ func TestKtoolClientConfig(t *testing.T) {
 // runEnv is run with extra environment variables.
 func runEnv(ctx context.Context, t testing.TB, env []string, name string, args ...string) []byte {
 	t.Helper()
+	stdout, stderr, err := runEnvErr(ctx, env, nil, name, args...)
+	if err != nil {
+		t.Fatalf("%s %s: %v\nstderr:\n%s", filepath.Base(name), strings.Join(args, " "), err, tail(string(stderr), 40))
+	}
+	return stdout
+}
+
+// runEnvErr is runErr with extra environment variables.
+func runEnvErr(ctx context.Context, env []string, stdin []byte, name string, args ...string) (stdout, stderr []byte, err error) {
 	var so, se bytes.Buffer
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = bytes.NewReader(stdin)
 	cmd.Stdout, cmd.Stderr = &so, &se
 	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s %s: %v\nstderr:\n%s", filepath.Base(name), strings.Join(args, " "), err, tail(se.String(), 40))
+	err = cmd.Run()
+	if ctx.Err() != nil {
+		err = errors.Join(err, ctx.Err())
 	}
-	return so.Bytes()
+	return so.Bytes(), se.Bytes(), err
 }
 
 // TestSCRAMBetweenBrokers: the brokers' own SCRAM user is written straight to
