@@ -11,7 +11,7 @@ import json
 import sys
 import time
 
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
 
 def out(**obj):
@@ -52,7 +52,7 @@ def main():
     deadline = time.time() + 20
     while len(delivered) < count and time.time() < deadline:
         p.poll(0.1)
-        if any(e.code() == -169 for e in errors if hasattr(e, "code")):  # _AUTHENTICATION
+        if any(e.code() == KafkaError._AUTHENTICATION for e in errors):
             break
     if len(delivered) < count:
         out(step="error", error="; ".join(str(e) for e in errors) or "not delivered")
