@@ -22,6 +22,10 @@ import (
 	"software.sslmate.com/src/go-pkcs12"
 )
 
+// Organization is the O= of every certificate this package makes (their
+// subjects are CN=<name>,O=ktool).
+const Organization = "ktool"
+
 // Pair is a certificate and its private key.
 type Pair struct {
 	Cert *x509.Certificate
@@ -54,7 +58,7 @@ func NewCA(name string, validity time.Duration) (*Pair, error) {
 		return nil, err
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: sn, Subject: pkix.Name{CommonName: name, Organization: []string{"ktool"}},
+		SerialNumber: sn, Subject: pkix.Name{CommonName: name, Organization: []string{Organization}},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(validity),
 		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 	}
@@ -90,7 +94,7 @@ func (ca *Pair) Sign(o Options) (*Pair, error) {
 		o.Validity = 365 * 24 * time.Hour
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: sn, Subject: pkix.Name{CommonName: o.CommonName, Organization: []string{"ktool"}},
+		SerialNumber: sn, Subject: pkix.Name{CommonName: o.CommonName, Organization: []string{Organization}},
 		NotBefore: nb, NotAfter: nb.Add(o.Validity),
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},

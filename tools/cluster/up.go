@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -128,7 +129,8 @@ DIR/cluster.json and on nothing else.`,
 	fl.BoolVar(&opts.Foreground, "foreground", false, "stay in the foreground and stop the cluster on Ctrl-C")
 	fl.DurationVar(&opts.Wait, "wait", time.Minute, "how long to wait for the brokers to register")
 	fl.BoolVar(&opts.Secure, "secure", false, "SASL_SSL with SCRAM on the brokers' ports and TLS between brokers on the ports after them; "+
-		"certificates under DIR/pki, an admin user whose password is in DIR/admin.password, a profile and DIR/client.properties that use it")
+		"certificates under DIR/pki, the ACL authorizer, an admin super user whose password is in DIR/admin.password, a profile and DIR/client.properties that use it, "+
+		"and sample users producer and consumer (DIR/USER.password, DIR/USER.properties) with ACLs on topics and groups demo-*")
 	opts.Output.Register(cmd)
 	_ = cmd.MarkFlagDirname("dir")
 	_ = cmd.MarkFlagDirname("from")
@@ -430,12 +432,19 @@ func saveProfile(f *cmdutil.Factory, name string, st *State) (string, error) {
 	return fmt.Sprintf("Profile %q saved in %s; use it with --profile %s or `ktool profile use %s`.", name, cfg.Path(), name, name), nil
 }
 
-// createAdmin makes the SCRAM admin user of a secure cluster (both
-// mechanisms), through the brokers, authenticated with PLAIN.
+// createAdmin makes the SCRAM users of a secure cluster (both mechanisms):
+// the admin (a super user) and the sample producer and consumer with their
+// ACLs, through the brokers, authenticated with PLAIN as the admin.
 func (o *UpOptions) createAdmin(ctx context.Context, st *State, bootstrap []kgo.Opt) error {
-	pass, err := setup.AdminPassword(st.Dir)
-	if err != nil {
+	users := map[string]string{}
+	var err error
+	if users[setup.AdminUser], err = setup.AdminPassword(st.Dir); err != nil {
 		return err
+	}
+	for _, u := range setup.SampleUsers {
+		if users[u], err = setup.UserPassword(st.Dir, u); err != nil {
+			return err
+		}
 	}
 	opts := append([]kgo.Opt{kgo.SeedBrokers(st.Addrs()...), kgo.ClientID("ktool-cluster")}, bootstrap...)
 	cl, err := kgo.NewClient(append(opts, o.Factory.ClientOpts...)...)
@@ -443,20 +452,75 @@ func (o *UpOptions) createAdmin(ctx context.Context, st *State, bootstrap []kgo.
 		return err
 	}
 	defer cl.Close()
+	adm := kadm.NewClient(cl)
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var ups []kadm.UpsertSCRAM
-	for _, m := range []kadm.ScramMechanism{kadm.ScramSha256, kadm.ScramSha512} {
-		ups = append(ups, kadm.UpsertSCRAM{User: setup.AdminUser, Mechanism: m, Iterations: 4096, Password: pass})
+	for _, u := range append([]string{setup.AdminUser}, setup.SampleUsers...) {
+		for _, m := range []kadm.ScramMechanism{kadm.ScramSha256, kadm.ScramSha512} {
+			ups = append(ups, kadm.UpsertSCRAM{User: u, Mechanism: m, Iterations: 4096, Password: users[u]})
+		}
 	}
-	res, err := kadm.NewClient(cl).AlterUserSCRAMs(rctx, nil, ups)
+	res, err := adm.AlterUserSCRAMs(rctx, nil, ups)
 	if err == nil {
 		err = res.Error()
 	}
 	if err != nil {
-		return fmt.Errorf("creating the SCRAM admin user: %w", err)
+		return fmt.Errorf("creating the SCRAM users: %w", err)
 	}
-	fmt.Fprintf(o.Factory.IO.ErrOut, "Secure cluster: SASL_SSL with SCRAM-SHA-512 as %q (password in %s), CA %s, client settings in %s.\n",
+	if err := createSampleACLs(rctx, adm); err != nil {
+		return fmt.Errorf("creating the sample users' ACLs: %w", err)
+	}
+	w := o.Factory.IO.ErrOut
+	fmt.Fprintf(w, "Secure cluster: SASL_SSL with SCRAM-SHA-512 as %q (a super user; password in %s), CA %s, client settings in %s.\n",
 		setup.AdminUser, setup.AdminPasswordFile(st.Dir), setup.CAFile(st.Dir), filepath.Join(st.Dir, "client.properties"))
+	writeSampleUsage(w, st)
 	return nil
+}
+
+// sampleACLs are the sample users' grants: the producer may write (and
+// describe) the topics named demo-*, which also lets it be an idempotent
+// producer (KIP-679); the consumer may read (and describe) them and read the
+// groups named demo-*.
+func sampleACLs() []*kadm.ACLBuilder {
+	prefixed := kadm.ACLPatternPrefixed
+	return []*kadm.ACLBuilder{
+		kadm.NewACLs().Allow("User:"+setup.ProducerUser).AllowHosts("*").Topics(setup.DemoPrefix).
+			ResourcePatternType(prefixed).Operations(kadm.OpWrite, kadm.OpDescribe),
+		kadm.NewACLs().Allow("User:"+setup.ConsumerUser).AllowHosts("*").Topics(setup.DemoPrefix).
+			ResourcePatternType(prefixed).Operations(kadm.OpRead, kadm.OpDescribe),
+		kadm.NewACLs().Allow("User:" + setup.ConsumerUser).AllowHosts("*").Groups(setup.DemoPrefix).
+			ResourcePatternType(prefixed).Operations(kadm.OpRead),
+	}
+}
+
+func createSampleACLs(ctx context.Context, adm *kadm.Client) error {
+	for _, b := range sampleACLs() {
+		results, err := adm.CreateACLs(ctx, b)
+		if err != nil {
+			return err
+		}
+		for _, r := range results {
+			if r.Err != nil {
+				return fmt.Errorf("%s %s on %s %s: %w", r.Principal, r.Operation, r.Type, r.Name, cmdutil.WithMessage(r.Err, r.ErrMessage))
+			}
+		}
+	}
+	return nil
+}
+
+// writeSampleUsage says how to use the sample users.
+func writeSampleUsage(w io.Writer, st *State) {
+	addr := st.Addrs()[0]
+	fmt.Fprintf(w, "Sample users (ACLs): %q may write topics %s*, %q may read them in groups %s*:\n",
+		setup.ProducerUser, setup.DemoPrefix, setup.ConsumerUser, setup.DemoPrefix)
+	for _, u := range setup.SampleUsers {
+		fmt.Fprintf(w, "  %s: password in %s, client settings in %s\n", u, setup.UserPasswordFile(st.Dir, u), setup.UserClientConfig(st.Dir, u))
+	}
+	topic := setup.DemoPrefix + "x"
+	fmt.Fprintf(w, "  ktool topic create %s -r %d   # as the admin\n", topic, min(len(st.Brokers), 3))
+	fmt.Fprintf(w, "  echo hello | ktool --brokers %s --client-config %s produce %s\n", addr, setup.UserClientConfig(st.Dir, setup.ProducerUser), topic)
+	fmt.Fprintf(w, "  ktool --brokers %s --client-config %s consume %s --group %sg\n", addr, setup.UserClientConfig(st.Dir, setup.ConsumerUser), topic, setup.DemoPrefix)
+	fmt.Fprintf(w, "  kcat -b %s -X security.protocol=SASL_SSL -X sasl.mechanisms=SCRAM-SHA-512 -X ssl.ca.location=%s -X sasl.username=%s -X sasl.password=\"$(cat %s)\" -G %sg %s\n",
+		addr, setup.CAFile(st.Dir), setup.ConsumerUser, setup.UserPasswordFile(st.Dir, setup.ConsumerUser), setup.DemoPrefix, topic)
 }

@@ -115,7 +115,7 @@ used, and --start starts the cluster.`,
 	fl.IntVar(&s.MinInsyncReplicas, "min-insync-replicas", s.MinInsyncReplicas, "min.insync.replicas")
 	fl.BoolVar(&s.UncleanElection, "unclean-leader-election", s.UncleanElection, "unclean.leader.election.enable")
 	fl.BoolVar(&s.AutoLeaderRebalance, "auto-leader-rebalance", s.AutoLeaderRebalance, "auto.leader.rebalance.enable")
-	fl.BoolVar(&s.Secure, "secure", s.Secure, "SASL_SSL with SCRAM for clients and TLS between brokers (certificates and an admin user made under the directory)")
+	fl.BoolVar(&s.Secure, "secure", s.Secure, "SASL_SSL with SCRAM for clients, TLS between brokers and ACLs (certificates, an admin super user and sample producer/consumer users made under the directory)")
 	fl.StringVar(&s.Assignor, "assignor", s.Assignor, "clients' default assignor: "+strings.Join(Assignors(), ", "))
 	fl.StringVar(&s.Compression, "compression", s.Compression, "compression.type: "+strings.Join(Compressions(), ", "))
 	fl.StringVar(&s.Profile, "profile-name", s.Profile, "profile saved when the cluster is up (\"\": none)")
@@ -339,7 +339,7 @@ func (o *InitOptions) ask(p *prompter) error {
 		s.AutoLeaderRebalance = v
 	}
 	if !o.Changed("secure") {
-		v, err := p.confirm("Secure the cluster (SASL_SSL with SCRAM for clients, TLS between brokers, an admin user)?", s.Secure)
+		v, err := p.confirm("Secure the cluster (SASL_SSL with SCRAM for clients, TLS between brokers, ACLs with an admin super user and sample producer/consumer users)?", s.Secure)
 		if err != nil {
 			return err
 		}
@@ -554,7 +554,7 @@ func security(s Spec) string {
 	if !s.Secure {
 		return "none (PLAINTEXT)"
 	}
-	return fmt.Sprintf("SASL_SSL + SCRAM-SHA-512 (user %s) on the broker ports, SSL between brokers on %d-%d", AdminUser, s.BasePort+s.Brokers, s.BasePort+2*s.Brokers-1)
+	return fmt.Sprintf("SASL_SSL + SCRAM-SHA-512 (super user %s; sample users %s and %s with ACLs on %s*) on the broker ports, SSL between brokers on %d-%d", AdminUser, ProducerUser, ConsumerUser, DemoPrefix, s.BasePort+s.Brokers, s.BasePort+2*s.Brokers-1)
 }
 
 // RunInitHosts writes the files of a cluster on the hosts in o.Hosts.

@@ -17,8 +17,21 @@ import (
 	"github.com/ktoolhq/ktool/tools/cmdutil"
 )
 
-// AdminUser is the SCRAM user a secure local cluster is operated with.
+// AdminUser is the SCRAM user a secure local cluster is operated with: a
+// super user of the ACL authorizer.
 const AdminUser = "admin"
+
+// The sample principals of a secure local cluster: ProducerUser may write
+// the topics named DemoPrefix*, ConsumerUser may read them in the groups
+// named DemoPrefix*.
+const (
+	ProducerUser = "producer"
+	ConsumerUser = "consumer"
+	DemoPrefix   = "demo-"
+)
+
+// SampleUsers are the sample principals, in the order they are made.
+var SampleUsers = []string{ProducerUser, ConsumerUser}
 
 // Secure cluster files, under the cluster directory.
 const (
@@ -36,6 +49,36 @@ func CAFile(dir string) string { return filepath.Join(PKIDir(dir), "ca.crt") }
 // AdminPasswordFile holds the admin user's password (mode 0600).
 func AdminPasswordFile(dir string) string { return filepath.Join(dir, adminPasswordFile) }
 
+// UserPasswordFile holds a sample user's password (mode 0600), next to the
+// admin's.
+func UserPasswordFile(dir, user string) string { return filepath.Join(dir, user+".password") }
+
+// UserClientConfig is a sample user's client.properties (mode 0600).
+func UserClientConfig(dir, user string) string { return filepath.Join(dir, user+".properties") }
+
+// UserPassword reads a sample user's password.
+func UserPassword(dir, user string) (string, error) {
+	return cmdutil.ReadSecretFile(UserPasswordFile(dir, user))
+}
+
+// brokerPrincipal is the principal broker id authenticates as on the SSL
+// inter-broker listener: its certificate's subject as Kafka's DEFAULT
+// ssl.principal.mapping.rules gives it (the full distinguished name).
+func brokerPrincipal(id int) string {
+	return "User:CN=" + brokerCertName(id) + ",O=" + certgen.Organization
+}
+
+func brokerCertName(id int) string { return fmt.Sprintf("broker-%d", id) }
+
+// SuperUsers is a secure cluster's super.users: the admin and every broker.
+func (s Spec) SuperUsers() string {
+	users := []string{"User:" + AdminUser}
+	for id := range s.Brokers {
+		users = append(users, brokerPrincipal(id))
+	}
+	return strings.Join(users, ";")
+}
+
 // InternalAddr is broker id's inter-broker (SSL) listener in a secure cluster:
 // the ports after the client listeners.
 func (s Spec) InternalAddr(id int) string {
@@ -43,7 +86,10 @@ func (s Spec) InternalAddr(id int) string {
 }
 
 // secrets are the generated passwords of a secure cluster.
-type secrets struct{ store, admin string }
+type secrets struct {
+	store, admin string
+	users        map[string]string // sample user -> password
+}
 
 func secret(path string) (string, error) {
 	if v, err := cmdutil.ReadSecretFile(path); err == nil && v != "" {
@@ -74,6 +120,12 @@ func (s Spec) ensurePKI(dir string) (secrets, error) {
 	if sec.admin, err = secret(AdminPasswordFile(dir)); err != nil {
 		return sec, err
 	}
+	sec.users = map[string]string{}
+	for _, u := range SampleUsers {
+		if sec.users[u], err = secret(UserPasswordFile(dir, u)); err != nil {
+			return sec, err
+		}
+	}
 	pki := PKIDir(dir)
 	ca, err := certgen.LoadCA(CAFile(dir), filepath.Join(pki, "ca.key"))
 	if err != nil {
@@ -85,7 +137,7 @@ func (s Spec) ensurePKI(dir string) (secrets, error) {
 		}
 	}
 	for id := range s.Brokers {
-		name := fmt.Sprintf("broker-%d", id)
+		name := brokerCertName(id)
 		if _, err := os.Stat(filepath.Join(pki, name+".p12")); err == nil {
 			continue
 		}
@@ -115,7 +167,8 @@ func uniq(xs ...string) []string {
 
 // secureBrokerProps are the listener and security settings of broker id:
 // CLIENT (SASL_SSL; SCRAM for users, PLAIN for the admin's bootstrap) on the
-// broker's port and INTERNAL (SSL with client certificates) between brokers.
+// broker's port and INTERNAL (SSL with client certificates) between brokers;
+// the ACL authorizer with the admin and the brokers as super users.
 func (s Spec) secureBrokerProps(dir string, id int, sec secrets) map[string]string {
 	pki := PKIDir(dir)
 	return map[string]string{
@@ -130,16 +183,23 @@ func (s Spec) secureBrokerProps(dir string, id int, sec secrets) map[string]stri
 		"ssl.keystore.password":                        sec.store,
 		"ssl.truststore.type":                          "PEM",
 		"ssl.truststore.location":                      CAFile(dir),
+		"authorizer.class.name":                        "kafka.security.authorizer.AclAuthorizer",
+		"super.users":                                  s.SuperUsers(),
 	}
 }
 
 // secureClientProps are client.properties' security lines: SCRAM-SHA-512 as
 // the admin over SASL_SSL, trusting the cluster's CA.
 func secureClientProps(dir string, sec secrets) map[string]string {
+	return userClientProps(dir, AdminUser, sec.admin)
+}
+
+// userClientProps are the security lines of a client logging in as user.
+func userClientProps(dir, user, password string) map[string]string {
 	return map[string]string{
 		"security.protocol":       "SASL_SSL",
 		"sasl.mechanism":          "SCRAM-SHA-512",
-		"sasl.jaas.config":        `org.apache.kafka.common.security.scram.ScramLoginModule required username="` + AdminUser + `" password="` + sec.admin + `";`,
+		"sasl.jaas.config":        `org.apache.kafka.common.security.scram.ScramLoginModule required username="` + user + `" password="` + password + `";`,
 		"ssl.truststore.type":     "PEM",
 		"ssl.truststore.location": CAFile(dir),
 	}

@@ -382,6 +382,16 @@ func (s Spec) WriteFiles(dir string) ([]string, error) {
 			path string
 			body []byte
 		}{KcatConfig(dir), properties("librdkafka (kcat -F) settings for the local cluster in "+dir, kcatProps(s, dir, sec))})
+		for _, u := range SampleUsers {
+			p := s.ClientProps()
+			for k, v := range userClientProps(dir, u, sec.users[u]) {
+				p[k] = v
+			}
+			files = append(files, struct {
+				path string
+				body []byte
+			}{UserClientConfig(dir, u), properties(fmt.Sprintf("client settings of the sample user %s of the local cluster in %s", u, dir), p)})
+		}
 	}
 	var written []string
 	for _, f := range files {
