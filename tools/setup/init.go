@@ -339,7 +339,7 @@ func (o *InitOptions) ask(p *prompter) error {
 		s.AutoLeaderRebalance = v
 	}
 	if !o.Changed("secure") {
-		v, err := p.confirm("Secure the cluster (SASL_SSL with SCRAM for clients, TLS between brokers, ACLs with an admin super user and sample producer/consumer users)?", s.Secure)
+		v, err := p.confirm("Secure the cluster (SASL_SSL + SCRAM, TLS between brokers, ACLs, admin and sample users)?", s.Secure)
 		if err != nil {
 			return err
 		}

@@ -216,7 +216,7 @@ func TestInitInteractive(t *testing.T) {
 	answer("min.insync.replicas", line, "2"+enter, "min.insync.replicas: 2")
 	answer("Allow unclean leader election", line, "y"+enter, "losing data)? Yes")
 	answer("Move leadership back to preferred replicas", line, "n"+enter, "automatically? No")
-	answer("Secure the cluster", line, "n"+enter, "admin user)? No")
+	answer("Secure the cluster", line, "n"+enter, "sample users)? No")
 	answer("default partition assignor", list, "\x1b[B"+enter, "assignor: roundrobin")
 	answer("Compression", list, enter, "(compression.type): producer")
 	scr.expect(t, "Summary")
