@@ -200,27 +200,7 @@ func ClientTLS(s *config.ListenerSecurity) (*tls.Config, error) {
 	}
 	cfg.InsecureSkipVerify = true // the chain is still verified below, only the name is not
 	cfg.VerifyPeerCertificate = func(raw [][]byte, _ [][]*x509.Certificate) error {
-		return verifyChain(raw, pool)
+		return tlsstore.VerifyChain(raw, pool)
 	}
 	return cfg, nil
-}
-
-func verifyChain(raw [][]byte, roots *x509.CertPool) error {
-	if len(raw) == 0 {
-		return errors.New("the server sent no certificate")
-	}
-	certs := make([]*x509.Certificate, len(raw))
-	for i, r := range raw {
-		c, err := x509.ParseCertificate(r)
-		if err != nil {
-			return err
-		}
-		certs[i] = c
-	}
-	inter := x509.NewCertPool()
-	for _, c := range certs[1:] {
-		inter.AddCert(c)
-	}
-	_, err := certs[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter})
-	return err
 }

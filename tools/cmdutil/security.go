@@ -3,7 +3,6 @@ package cmdutil
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -198,30 +197,10 @@ func (s Security) tlsConfig() (*tls.Config, error) {
 		roots := cfg.RootCAs
 		cfg.InsecureSkipVerify = true
 		cfg.VerifyPeerCertificate = func(raw [][]byte, _ [][]*x509.Certificate) error {
-			return verifyChain(raw, roots)
+			return tlsstore.VerifyChain(raw, roots)
 		}
 	}
 	return cfg, nil
-}
-
-func verifyChain(raw [][]byte, roots *x509.CertPool) error {
-	if len(raw) == 0 {
-		return errors.New("the broker sent no certificate")
-	}
-	certs := make([]*x509.Certificate, len(raw))
-	for i, r := range raw {
-		c, err := x509.ParseCertificate(r)
-		if err != nil {
-			return err
-		}
-		certs[i] = c
-	}
-	inter := x509.NewCertPool()
-	for _, c := range certs[1:] {
-		inter.AddCert(c)
-	}
-	_, err := certs[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter})
-	return err
 }
 
 // saslMechanism builds the SASL mechanism, nil when SASL is off. The password
