@@ -323,6 +323,7 @@ func Verify(ctx context.Context, f *cmdutil.Factory, adm *kadm.Client, p Plan, o
 	if wait && f.IO.IsStdoutTTY() {
 		bar = &progressLine{w: f.IO.ErrOut}
 	}
+	var differsSince time.Time
 	for {
 		rctx, cancel := f.RequestContext(ctx)
 		s, err := ReadStatus(rctx, adm, p, orig)
@@ -330,7 +331,16 @@ func Verify(ctx context.Context, f *cmdutil.Factory, adm *kadm.Client, p Plan, o
 		if err != nil {
 			return f.ClusterError("reading the reassignment's progress", err)
 		}
-		if s.Done() || !wait || s.InProgress == 0 {
+		settling := false
+		if s.Differs > 0 && s.InProgress == 0 {
+			if differsSince.IsZero() {
+				differsSince = time.Now()
+			}
+			settling = time.Since(differsSince) < metadataSettle
+		} else {
+			differsSince = time.Time{}
+		}
+		if !settling && (s.Done() || !wait || s.InProgress == 0) {
 			bar.end()
 			if s.Done() {
 				rctx, cancel := f.RequestContext(ctx)
@@ -353,16 +363,27 @@ func Verify(ctx context.Context, f *cmdutil.Factory, adm *kadm.Client, p Plan, o
 			}
 			return nil
 		}
-		bar.draw(s, prev)
-		prev = &s
+		next := every
+		if settling {
+			next = min(every, metadataSettle/10)
+		} else {
+			bar.draw(s, prev)
+			prev = &s
+		}
 		select {
 		case <-ctx.Done():
 			bar.end()
 			return ctx.Err()
-		case <-time.After(every):
+		case <-time.After(next):
 		}
 	}
 }
+
+// metadataSettle is how long a partition that no reassignment runs for may
+// differ from the plan before Verify says so. The controller ends a
+// reassignment before every broker's metadata shows its replicas, and the
+// replicas are read from any broker.
+const metadataSettle = 3 * time.Second
 
 func (o *MoveOptions) cancel(ctx context.Context, adm *kadm.Client, p Plan) error {
 	rctx, cancel := o.Factory.RequestContext(ctx)

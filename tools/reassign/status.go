@@ -52,16 +52,21 @@ func (s Status) Done() bool { return s.Complete == len(s.Partitions) }
 // ReadStatus compares the cluster with the plan. orig, when known (a
 // reassignment this process started), says which replicas are new; without
 // it the cluster's adding replicas are.
+//
+// The running reassignments are read from the controller before the replicas
+// are read from a broker's metadata: a reassignment that finishes between the
+// two reads then shows as complete or, where that broker's metadata still
+// lags the controller, as differing, never as differing while it runs.
 func ReadStatus(ctx context.Context, adm *kadm.Client, p Plan, orig Assignment) (Status, error) {
-	st, err := ReadState(ctx, adm, planTopics(p)...)
-	if err != nil {
-		return Status{}, err
-	}
 	var set kadm.TopicsSet
 	for _, pp := range p.Partitions {
 		set.Add(pp.Topic, pp.Partition)
 	}
 	running, err := adm.ListPartitionReassignments(ctx, set)
+	if err != nil {
+		return Status{}, err
+	}
+	st, err := ReadState(ctx, adm, planTopics(p)...)
 	if err != nil {
 		return Status{}, err
 	}
