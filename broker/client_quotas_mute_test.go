@@ -3,6 +3,7 @@ package broker_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -81,9 +82,13 @@ func TestQuotaMutesTheConnection(t *testing.T) {
 // TestFetchQuotaSparesFollowers puts a tiny consumer_byte_rate on every client
 // id and user: a consumer is throttled (throttle_time_ms, empty answers) but
 // still reads, its fetches cut to what its quota allows in one window, while
-// followers keep replicating, so acks=all produces still complete.
+// the follower replicates unthrottled. Many small batches are produced at once
+// with acks=all: a follower held to 1000 B/s would fetch about one batch a
+// second, fall replica.lag.time.max.ms behind and be dropped from the ISR
+// (the produces then complete on the leader alone), so the ISR is watched, not
+// only the acknowledgements.
 func TestFetchQuotaSparesFollowers(t *testing.T) {
-	c := brokertest.NewCluster(t, 2)
+	c := brokertest.NewCluster(t, 2, brokertest.WithProps(map[string]string{"replica.lag.time.max.ms": "5000"}))
 	ctx := context.Background()
 	adm := c.Admin()
 	if _, err := adm.CreateTopic(ctx, 1, 2, nil, "fq"); err != nil {
@@ -91,14 +96,40 @@ func TestFetchQuotaSparesFollowers(t *testing.T) {
 	}
 	setQuota(t, adm, []kadm.ClientQuotaEntityComponent{{Type: "client-id"}}, "consumer_byte_rate", 1000)
 	setQuota(t, adm, []kadm.ClientQuotaEntityComponent{{Type: "user"}}, "consumer_byte_rate", 1000)
-	p := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()))
-	value := make([]byte, 2000)
-	for range 64 {
-		pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		err := p.ProduceSync(pctx, &kgo.Record{Topic: "fq", Value: value}).FirstErr()
-		cancel()
+	p := c.Client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.ProducerBatchMaxBytes(8<<10), kgo.ProducerLinger(0))
+	defer p.Close()
+	const n = 160
+	value := make([]byte, 4000)
+	pctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		p.Produce(pctx, &kgo.Record{Topic: "fq", Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.CompareAndSwap(nil, err)
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	cancel()
+	if err, _ := failed.Load().(error); err != nil {
+		t.Fatalf("acks=all produce under a consumer quota: %v", err)
+	}
+	// Had the follower been throttled, the leader drops it about
+	// replica.lag.time.max.ms after the first batches and it needs minutes to
+	// catch up: it would be missing from the ISR now and for long after.
+	for i := range 10 {
+		if i > 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+		td, err := adm.ListTopics(ctx, "fq")
 		if err != nil {
-			t.Fatalf("acks=all produce under a consumer quota: %v", err)
+			t.Fatal(err)
+		}
+		if pd := td["fq"].Partitions[0]; len(pd.ISR) != 2 {
+			t.Fatalf("the follower left the ISR under a consumer quota: replicas %v, isr %v", pd.Replicas, pd.ISR)
 		}
 	}
 	var throttled atomic.Int64
@@ -119,8 +150,8 @@ func TestFetchQuotaSparesFollowers(t *testing.T) {
 	if throttled.Load() == 0 {
 		t.Fatal("a consumer far over its quota was never throttled")
 	}
-	if got >= 64 {
-		t.Fatalf("a consumer under 1000 B/s read all %d records of 2 KB at once", got)
+	if got >= n {
+		t.Fatalf("a consumer under 1000 B/s read all %d records of 4 KB at once", got)
 	}
 }
 
