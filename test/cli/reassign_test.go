@@ -88,7 +88,7 @@ func TestReassignment(t *testing.T) {
 	// Generate a plan that spreads the topic over all three brokers.
 	planFile := filepath.Join(dir, "plan.json")
 	var g reassign.Generated
-	if err := run(t, env, reassign.NewCommand(env.F), &g, "move", "--generate", "--topics", "moving", "--brokers", "0,1,2", "--output-file", planFile, "-o", "json"); err != nil {
+	if err := run(t, env, reassign.NewCommand(env.F), &g, "move", "--generate", "--topics", "moving", "--broker-list", "0,1,2", "--output-file", planFile, "-o", "json"); err != nil {
 		t.Fatal(err)
 	}
 	if g.Moves < 2 || g.Moves > 3 || len(g.Proposed.Partitions) == 0 {

@@ -58,7 +58,7 @@ func TestEveryCommandOverSASLSSL(t *testing.T) {
 		{args: []string{"elect", "--preferred", "--all-topic-partitions", "--dry-run"}},
 		{args: []string{"cluster", "health"}},
 		{args: []string{"log-dirs", "describe"}, want: "sec-all"},
-		{args: []string{"partition", "move", "--generate", "--topics", "sec-all", "--brokers", "0"}, want: "sec-all"},
+		{args: []string{"partition", "move", "--generate", "--topics", "sec-all", "--broker-list", "0"}, want: "sec-all"},
 	} {
 		name := strings.Join(tc.args, " ")
 		withProps := append([]string{"--client-config", props}, tc.args...)

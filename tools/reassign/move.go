@@ -49,12 +49,14 @@ func NewMoveCommand(f *cmdutil.Factory, runF func(context.Context, *MoveOptions)
 	opts := &MoveOptions{Factory: f}
 	var throttle string
 	cmd := &cobra.Command{
-		Use:   "move (--generate --topics T,... --brokers ID,... | --execute | --verify | --cancel) [--plan FILE]",
+		Use:   "move (--generate --topics T,... --broker-list ID,... | --execute | --verify | --cancel) [--plan FILE]",
 		Short: "Reassign partition replicas: generate a plan, execute it under a throttle, verify, cancel",
 		Long: `Move reassigns partition replicas as kafka-reassign-partitions.sh does, with
 its plan files (JSON: {"version":1,"partitions":[{"topic","partition","replicas"}]}).
 
---generate proposes a plan placing the replicas of --topics on --brokers: it
+--generate proposes a plan placing the replicas of --topics on the brokers of
+--broker-list (kafka-reassign-partitions.sh's name; --brokers stays the
+bootstrap servers, as in every command): it
 balances replicas and preferred leaders, keeps a partition's replicas in
 different racks (broker.rack), and moves as little as possible. It prints the
 current assignment (keep it to roll back) and the proposal; --output-file
@@ -70,7 +72,7 @@ the rate and the ETA (a progress bar on a terminal with --wait). When every
 partition is complete it removes the throttles. --cancel stops the plan's
 running reassignments (the partitions keep their old replicas) and removes the
 throttles.`,
-		Example: `  ktool partition move --generate --topics orders,payments --brokers 1,2,3,4 --output-file plan.json
+		Example: `  ktool partition move --generate --topics orders,payments --broker-list 1,2,3,4 --output-file plan.json
   ktool partition move --execute --plan plan.json --throttle 50M
   ktool partition move --verify --plan plan.json --wait
   ktool partition move --cancel --plan plan.json`,
@@ -89,7 +91,7 @@ throttles.`,
 				return cmdutil.Usagef("pass exactly one of --generate, --execute, --verify or --cancel")
 			}
 			if opts.Generate && (len(opts.Topics) == 0 || len(opts.Brokers) == 0) {
-				return cmdutil.Usagef("--generate needs --topics and --brokers")
+				return cmdutil.Usagef("--generate needs --topics and --broker-list")
 			}
 			if !opts.Generate && opts.PlanFile == "" {
 				return cmdutil.Usagef("--execute, --verify and --cancel need --plan FILE")
@@ -111,12 +113,12 @@ throttles.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.BoolVar(&opts.Generate, "generate", false, "propose a plan for --topics on --brokers")
+	fl.BoolVar(&opts.Generate, "generate", false, "propose a plan for --topics on --broker-list")
 	fl.BoolVar(&opts.Execute, "execute", false, "start the reassignment in --plan")
 	fl.BoolVar(&opts.Verify, "verify", false, "show the plan's progress; remove the throttles once complete")
 	fl.BoolVar(&opts.Cancel, "cancel", false, "cancel the plan's running reassignments and remove the throttles")
 	fl.StringSliceVar(&opts.Topics, "topics", nil, "topics to plan for (--generate)")
-	fl.Int32SliceVar(&opts.Brokers, "brokers", nil, "broker ids to place the replicas on (--generate)")
+	fl.Int32SliceVar(&opts.Brokers, "broker-list", nil, "broker ids to place the replicas on (--generate)")
 	fl.StringVar(&opts.PlanFile, "plan", "", "the plan file (kafka-reassign-partitions.sh's --reassignment-json-file)")
 	fl.StringVar(&opts.OutputFile, "output-file", "", "write the proposed plan here too (--generate)")
 	fl.StringVar(&throttle, "throttle", "", "replication throttle in bytes/s while the plan runs (--execute)")

@@ -45,7 +45,7 @@ func TestMoveAgainstKfake(t *testing.T) {
 	}
 	plan := filepath.Join(t.TempDir(), "plan.json")
 	var g Generated
-	if err := runMove(&g, "--generate", "--topics", "k", "--brokers", "1,2,3", "--output-file", plan, "-o", "json"); err != nil {
+	if err := runMove(&g, "--generate", "--topics", "k", "--broker-list", "1,2,3", "--output-file", plan, "-o", "json"); err != nil {
 		t.Fatal(err)
 	}
 	for _, pp := range g.Proposed.Partitions {
@@ -71,7 +71,7 @@ func TestMoveAgainstKfake(t *testing.T) {
 	if err := runMove(nil, "--execute"); err == nil {
 		t.Error("--execute without --plan succeeded")
 	}
-	if err := runMove(nil, "--generate", "--topics", "k", "--brokers", "7"); err == nil {
+	if err := runMove(nil, "--generate", "--topics", "k", "--broker-list", "7"); err == nil {
 		t.Error("a plan onto a broker that does not exist")
 	}
 }
