@@ -37,6 +37,9 @@ func handleMetadata(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol
 	resp.ClusterID = &cid
 	resp.ControllerID = b.meta.controllerID()
 	resp.AuthorizedOperations = authorizedOpsUnknown
+	if req.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = rc.authorizedOps(b, acl.ResourceCluster, acl.ClusterName)
+	}
 
 	var names []string
 	all := req.Topics == nil || (req.GetVersion() == 0 && len(req.Topics) == 0)
@@ -67,6 +70,9 @@ func handleMetadata(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol
 		rt.Topic = &n
 		rt.IsInternal = name == offsetsTopic
 		rt.AuthorizedOperations = authorizedOpsUnknown
+		if req.IncludeTopicAuthorizedOperations && describe {
+			rt.AuthorizedOperations = rc.authorizedOps(b, acl.ResourceTopic, name)
+		}
 		ids, parts, id, ok := b.meta.topic(name)
 		switch {
 		case !describe:

@@ -29,7 +29,7 @@ func handleDescribeGroups(b *Broker, rc *reqCtx, r kmsg.Request, respond func(pr
 	b.groups.DescribeGroups(rc.ctx, req, func(resp *kmsg.DescribeGroupsResponse) {
 		if req.IncludeAuthorizedOperations && b.authz != nil {
 			for i := range resp.Groups {
-				resp.Groups[i].AuthorizedOperations = groupAuthorizedOps(b, rc, resp.Groups[i].Group)
+				resp.Groups[i].AuthorizedOperations = rc.authorizedOps(b, acl.ResourceGroup, resp.Groups[i].Group)
 			}
 		}
 		for _, g := range denied {
@@ -39,16 +39,4 @@ func handleDescribeGroups(b *Broker, rc *reqCtx, r kmsg.Request, respond func(pr
 		}
 		respond(protocol.Response{Msg: resp})
 	})
-}
-
-// groupAuthorizedOps is the bit set (one bit per ACL operation code) of the
-// group operations the principal may do on group g.
-func groupAuthorizedOps(b *Broker, rc *reqCtx, g string) int32 {
-	var ops int32
-	for _, op := range []acl.Operation{acl.OpRead, acl.OpDelete, acl.OpDescribe} {
-		if rc.allowed(b, op, acl.ResourceGroup, g) {
-			ops |= 1 << op
-		}
-	}
-	return ops
 }

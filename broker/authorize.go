@@ -107,6 +107,22 @@ func (rc *reqCtx) allowedAny(b *Broker, op acl.Operation, rt acl.ResourceType) b
 	return b.authz.AuthorizeAny(acl.Principal{Type: p.Type, Name: p.Name}, rc.session.host, op, rt)
 }
 
+// authorizedOps is the bit field (KIP-430) of the operations on resource
+// (rt, name) the principal may do: none without DESCRIBE, and without an
+// authorizer every operation the resource type supports, as Kafka answers.
+func (rc *reqCtx) authorizedOps(b *Broker, rt acl.ResourceType, name string) int32 {
+	if !rc.allowed(b, acl.OpDescribe, rt, name) {
+		return 0
+	}
+	var ops []acl.Operation
+	for _, op := range acl.SupportedOperations(rt) {
+		if rc.allowed(b, op, rt, name) {
+			ops = append(ops, op)
+		}
+	}
+	return acl.OperationBits(ops)
+}
+
 // clusterGate is the authorization of an API that needs one operation on the
 // cluster, with the answer that refuses it (CLUSTER_AUTHORIZATION_FAILED in
 // every error field Kafka sets). Handle applies it before the handler runs.
@@ -211,11 +227,6 @@ var clusterGates = map[int16]clusterGate{
 		for _, u := range req.Upsertions {
 			add(u.Name)
 		}
-		return resp
-	}},
-	60: {acl.OpDescribe, func(r kmsg.Request) kmsg.Response {
-		resp := r.ResponseKind().(*kmsg.DescribeClusterResponse)
-		resp.ErrorCode = clusterAuthFailed
 		return resp
 	}},
 }

@@ -262,6 +262,31 @@ func TestAuthorizerGroupsAndAdmin(t *testing.T) {
 	if ops := dresp.Groups[0].AuthorizedOperations; ops != 1<<3|1<<8 {
 		t.Fatalf("bob's authorized operations on g: %b", ops)
 	}
+	// On the prefixed topic: READ and DESCRIBE; on the cluster: nothing for
+	// bob, everything for admin, a super user.
+	mreq := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr("orders-eu")
+	mreq.Topics = append(mreq.Topics, mt)
+	mreq.IncludeTopicAuthorizedOperations = true
+	mresp, err := mreq.RequestWith(ctx, c.as("bob"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ops := mresp.Topics[0].AuthorizedOperations; ops != 1<<3|1<<8 {
+		t.Fatalf("bob's authorized operations on orders-eu: %b", ops)
+	}
+	for user, want := range map[string]int32{"bob": 0, "admin": 1<<5 | 1<<7 | 1<<8 | 1<<9 | 1<<10 | 1<<11 | 1<<12} {
+		creq := kmsg.NewPtrDescribeClusterRequest()
+		creq.IncludeClusterAuthorizedOperations = true
+		cresp, err := creq.RequestWith(ctx, c.as(user))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ops := cresp.ClusterAuthorizedOperations; ops != want {
+			t.Fatalf("%s's authorized operations on the cluster: %b, want %b", user, ops, want)
+		}
+	}
 	if lg, err := alice.ListGroups(ctx); err != nil || len(lg) != 0 {
 		t.Fatalf("alice lists groups %v %v", lg, err)
 	}

@@ -318,3 +318,29 @@ func (f Filter) MatchesEntry(e Entry) bool {
 func (f Filter) Matches(b Binding) bool {
 	return f.MatchesResource(b.Resource) && f.MatchesEntry(b.Entry)
 }
+
+// supportedOps are the operations an ACL on each resource type may name
+// (Kafka's AclEntry.supportedOperations), ALL aside.
+var supportedOps = map[ResourceType][]Operation{
+	ResourceTopic:           {OpRead, OpWrite, OpCreate, OpDescribe, OpDelete, OpAlter, OpDescribeConfigs, OpAlterConfigs},
+	ResourceGroup:           {OpRead, OpDescribe, OpDelete},
+	ResourceCluster:         {OpCreate, OpClusterAction, OpDescribeConfigs, OpAlterConfigs, OpIdempotentWrite, OpAlter, OpDescribe},
+	ResourceTransactionalID: {OpDescribe, OpWrite},
+	ResourceDelegationToken: {OpDescribe},
+}
+
+// SupportedOperations are the operations that apply to resources of type rt.
+func SupportedOperations(rt ResourceType) []Operation { return supportedOps[rt] }
+
+// OperationBits is the 32-bit field of authorized operations that Metadata,
+// DescribeCluster and DescribeGroups answer (KIP-430): bit n set when the
+// operation with code n is in ops.
+func OperationBits(ops []Operation) int32 {
+	var bits int32
+	for _, op := range ops {
+		if op > 0 && op < 32 {
+			bits |= 1 << op
+		}
+	}
+	return bits
+}
