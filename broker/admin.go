@@ -401,43 +401,24 @@ func (b *Broker) watchConfigChanges(s coord.Store) {
 		b.logger.Warn("config change notifications unavailable", "err", err)
 		return
 	}
-	last := ""
-	first := true
-	for ctx.Err() == nil {
-		names, _, ch, err := s.ChildrenW(ctx, zkdata.ConfigChangesPath)
-		if err != nil {
-			return
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			if n <= last {
-				continue
-			}
-			last = n
-			if first {
-				continue // configs were loaded in full at start
-			}
-			data, _, err := s.Get(ctx, zkdata.ConfigChangesPath+"/"+n)
-			if err != nil {
-				continue
-			}
-			if entity, err := zkdata.DecodeConfigChange(data); err == nil {
-				b.reloadEntity(ctx, entity)
-			}
-		}
-		if first {
-			b.loadTopicConfigs(ctx)
-			first = false
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case ev := <-ch:
-			if ev.Err != nil {
-				return
-			}
-		}
+	// Configs were loaded in full at start: follow the changes made after
+	// the newest notification there now. One made between the listing and
+	// the load below is applied twice, which changes nothing.
+	names, _, err := s.Children(ctx, zkdata.ConfigChangesPath)
+	if err != nil {
+		b.logger.Warn("config change notifications unavailable", "err", err)
+		return
 	}
+	last := ""
+	for _, n := range names {
+		last = max(last, n)
+	}
+	b.loadTopicConfigs(ctx)
+	coord.Follow(ctx, s, zkdata.ConfigChangesPath, last, func(_ string, data []byte) {
+		if entity, err := zkdata.DecodeConfigChange(data); err == nil {
+			b.reloadEntity(ctx, entity)
+		}
+	})
 }
 
 // writeConfig stores an entity's overrides and notifies every broker.

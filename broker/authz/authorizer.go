@@ -213,43 +213,16 @@ func (a *Authorizer) Run(ctx context.Context, s coord.Store) {
 }
 
 func (a *Authorizer) follow(ctx context.Context, s coord.Store, dir, last string) {
-	for ctx.Err() == nil {
-		names, _, ch, err := s.ChildrenW(ctx, dir)
+	coord.Follow(ctx, s, dir, last, func(n string, data []byte) {
+		r, err := DecodeChange(dir, data)
 		if err != nil {
+			a.logger.Warn("ignoring an unreadable ACL change notification", "path", dir+"/"+n, "err", err)
 			return
 		}
-		sort.Strings(names)
-		var changed []acl.Resource
-		for _, n := range names {
-			if n <= last {
-				continue
-			}
-			last = n
-			data, _, err := s.Get(ctx, dir+"/"+n)
-			if err != nil {
-				continue
-			}
-			r, err := DecodeChange(dir, data)
-			if err != nil {
-				a.logger.Warn("ignoring an unreadable ACL change notification", "path", dir+"/"+n, "err", err)
-				continue
-			}
-			changed = append(changed, r)
+		if err := a.reload(ctx, s, []acl.Resource{r}); err != nil {
+			a.logger.Warn("reloading ACLs after a change failed", "err", err)
 		}
-		if len(changed) > 0 {
-			if err := a.reload(ctx, s, changed); err != nil {
-				a.logger.Warn("reloading ACLs after a change failed", "err", err)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case ev := <-ch:
-			if ev.Err != nil {
-				return
-			}
-		}
-	}
+	})
 }
 
 // validName rejects resource names that cannot be one znode.
