@@ -522,6 +522,7 @@ func (b *Broker) topicSettings(topic string) replica.Settings {
 	lc.FlushIntervalMessages = tc.FlushMessages
 	lc.FlushIntervalMs = config.Millis(tc.FlushInterval)
 	lc.MaxMessageBytes = int(tc.MaxMessageBytes)
+	lc.DecompressRatio = b.cfg.Settings().MessageDecompressionMaxRatio
 	lc.TimestampType = tc.MessageTimestampType
 	lc.MessageTimestampDifferenceMaxMs = config.Millis(tc.MessageTimestampDiffMax)
 	lc.CleanupPolicy = tc.CleanupPolicy

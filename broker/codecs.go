@@ -41,10 +41,11 @@ func (b *Broker) maybeRecompress(ctx context.Context, topic string, records []by
 	}
 	// Walk the records first, streaming: a bomb or a lie stops at its first
 	// bad record instead of being inflated whole to be recompressed.
-	if _, err := batch.CheckProduce(ctx, records, batch.Rules{Codecs: b.codecs, MaxMessageBytes: maxMessageBytes, TimestampDiffMaxMs: math.MaxInt64}); err != nil {
+	ratio := b.cfg.Settings().MessageDecompressionMaxRatio
+	if _, err := batch.CheckProduce(ctx, records, batch.Rules{Codecs: b.codecs, MaxMessageBytes: maxMessageBytes, DecompressRatio: ratio, TimestampDiffMaxMs: math.MaxInt64}); err != nil {
 		return nil, err
 	}
-	out, err := batch.Recompress(ctx, b.codecs, records, to, batch.DecompressLimit(maxMessageBytes))
+	out, err := batch.Recompress(ctx, b.codecs, records, to, batch.DecompressLimit(maxMessageBytes, ratio))
 	if err != nil {
 		return nil, fmt.Errorf("recompressing to %s: %w", ct, err)
 	}

@@ -152,6 +152,7 @@ var BrokerDefs = []Def{
 	// Kafka's default is -1 (no budget); ours keeps a broker's request memory
 	// bounded out of the box: twice socket.request.max.bytes.
 	{Name: "queued.max.request.bytes", Type: Long, Default: "209715200", Doc: "request bytes read but not yet answered, across all connections; -1 no limit", Valid: atLeast(-1)},
+	{Name: "message.decompression.max.ratio", Type: Int, Default: "32", Doc: "a batch's records may decompress to this many times the topic's max.message.bytes, and never past 1 GiB; beyond, the produce fails with MESSAGE_TOO_LARGE (ktool: Kafka has no bound, so a compressed bomb costs it whatever it inflates to)", Valid: atLeast(1)},
 	{Name: "queued.max.requests", Type: Int, Default: "500", Doc: "requests handled at once across all connections", Valid: atLeast(1)},
 	{Name: "quota.window.num", Type: Int, Default: "11", Doc: "samples a client quota's rate is measured over", Valid: atLeast(2)},
 	{Name: "quota.window.size.seconds", Type: Int, Default: "1", Doc: "length of one client quota sample; also the longest throttle time given at once", Valid: atLeast(1)},

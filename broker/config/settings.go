@@ -77,6 +77,7 @@ type Settings struct {
 	MaxConnectionsPerIPOverrides map[string]int `config:"max.connections.per.ip.overrides"`
 	QueuedMaxRequestBytes        Bytes          `config:"queued.max.request.bytes"`
 	QueuedMaxRequests            int            `config:"queued.max.requests"`
+	MessageDecompressionMaxRatio int            `config:"message.decompression.max.ratio"`
 	QuotaWindowNum               int            `config:"quota.window.num"`
 	QuotaWindowSize              time.Duration  `config:"quota.window.size.seconds"`
 

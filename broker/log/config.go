@@ -32,6 +32,7 @@ type Config struct {
 	FlushIntervalMessages int64  // flush.messages
 	FlushIntervalMs       int64  // flush.ms
 	MaxMessageBytes       int    // max.message.bytes: the largest batch accepted
+	DecompressRatio       int    // message.decompression.max.ratio (0: batch.DecompressFactor)
 	TimestampType         string // message.timestamp.type: CreateTime or LogAppendTime
 	// MessageTimestampDifferenceMaxMs is message.timestamp.difference.max.ms:
 	// with CreateTime, a batch whose timestamps lie further than this from the

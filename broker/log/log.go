@@ -216,6 +216,7 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendResult, e
 	h, err := batch.CheckProduce(context.Background(), records, batch.Rules{
 		Codecs:             cfg.Codecs,
 		MaxMessageBytes:    cfg.MaxMessageBytes,
+		DecompressRatio:    cfg.DecompressRatio,
 		CreateTime:         cfg.TimestampType == CreateTime,
 		TimestampDiffMaxMs: cfg.MessageTimestampDifferenceMaxMs,
 		Now:                now,

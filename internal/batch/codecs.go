@@ -22,18 +22,24 @@ type Codecs interface {
 }
 
 // DecompressFactor is how many times max.message.bytes a batch's records may
-// decompress to. A client fills its batches up to about max.message.bytes of
-// compressed bytes, so this leaves room for highly compressible records
-// while a bomb stops after a bounded amount of work.
+// decompress to by default (message.decompression.max.ratio). A client fills
+// its batches up to about max.message.bytes of compressed bytes, so this
+// leaves room for highly compressible records while a bomb stops after a
+// bounded amount of work.
 const DecompressFactor = 32
 
 // DecompressLimit is the most a records section may expand to on a topic
-// whose max.message.bytes is maxMessageBytes (0 or less: codec.MaxDecompressed).
-func DecompressLimit(maxMessageBytes int) int {
-	if maxMessageBytes <= 0 || maxMessageBytes > codec.MaxDecompressed/DecompressFactor {
+// whose max.message.bytes is maxMessageBytes, ratio times it (ratio 0 or
+// less: DecompressFactor), and never more than codec.MaxDecompressed
+// (maxMessageBytes 0 or less: that).
+func DecompressLimit(maxMessageBytes, ratio int) int {
+	if ratio <= 0 {
+		ratio = DecompressFactor
+	}
+	if maxMessageBytes <= 0 || maxMessageBytes > codec.MaxDecompressed/ratio {
 		return codec.MaxDecompressed
 	}
-	return maxMessageBytes * DecompressFactor
+	return maxMessageBytes * ratio
 }
 
 // codecError wraps a codec's failure as Kafka reports it: too much output is

@@ -38,7 +38,7 @@ func FuzzCheckProduce(f *testing.F) {
 			t.Fatalf("accepted %+v over %d bytes", h, len(b))
 		}
 		n := int32(0)
-		err = batch.Records(context.Background(), builtins, h, b, batch.DecompressLimit(r.MaxMessageBytes), func(rec batch.Record) error {
+		err = batch.Records(context.Background(), builtins, h, b, batch.DecompressLimit(r.MaxMessageBytes, r.DecompressRatio), func(rec batch.Record) error {
 			if rec.OffsetDelta != n {
 				t.Fatalf("record %d has offset delta %d", n, rec.OffsetDelta)
 			}

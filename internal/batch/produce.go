@@ -13,8 +13,11 @@ import (
 type Rules struct {
 	Codecs Codecs
 	// MaxMessageBytes is max.message.bytes: the largest batch accepted. Its
-	// records may decompress to DecompressLimit(MaxMessageBytes) at most.
+	// records may decompress to DecompressLimit(MaxMessageBytes,
+	// DecompressRatio) at most.
 	MaxMessageBytes int
+	// DecompressRatio is message.decompression.max.ratio (0: DecompressFactor).
+	DecompressRatio int
 	// CreateTime is message.timestamp.type=CreateTime: record timestamps
 	// are the producer's, checked against TimestampDiffMaxMs.
 	CreateTime bool
@@ -43,7 +46,7 @@ type Rules struct {
 //   - with RequireKeys, a key on every record (INVALID_RECORD).
 //
 // A compressed section is streamed from the codec into a walk that stops at
-// the first bad record and at DecompressLimit(MaxMessageBytes) bytes
+// the first bad record and at DecompressLimit(MaxMessageBytes, DecompressRatio) bytes
 // (MESSAGE_TOO_LARGE). An uncompressed one is read where it lies: no copy,
 // no allocation. Besides maxTimestamp, records is not modified.
 func CheckProduce(ctx context.Context, records []byte, r Rules) (Header, error) {
@@ -60,7 +63,7 @@ func CheckProduce(ctx context.Context, records []byte, r Rules) (Header, error) 
 	}
 	checkTs := r.CreateTime && r.TimestampDiffMaxMs != math.MaxInt64
 	maxTs := int64(-1)
-	err = Scan(ctx, r.Codecs, h, records, DecompressLimit(r.MaxMessageBytes), func(rec Record) error {
+	err = Scan(ctx, r.Codecs, h, records, DecompressLimit(r.MaxMessageBytes, r.DecompressRatio), func(rec Record) error {
 		ts := h.FirstTimestamp + rec.TimestampDelta
 		if checkTs {
 			if d := ts - r.Now; d > r.TimestampDiffMaxMs || -d > r.TimestampDiffMaxMs {

@@ -223,6 +223,34 @@ func TestCheckProduceTimestamps(t *testing.T) {
 
 // zstdBatch is a batch whose zstd section inflates to n bytes written by
 // fill, streaming, so the test never holds them.
+// A batch whose records compress better than the ratio allows is refused at
+// the default message.decompression.max.ratio and accepted with a larger one.
+func TestDecompressRatio(t *testing.T) {
+	value := make([]byte, 64<<10)
+	b := zstdBatch(t, 640, func(w io.Writer) error {
+		for i := range 640 { // 40 MiB of records: 40 times a 1 MiB max.message.bytes
+			if _, err := w.Write(batch.AppendRecord(nil, 0, int32(i), nil, value, nil)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	r := rules()
+	if _, err := batch.CheckProduce(context.Background(), bytes.Clone(b), r); !errors.Is(err, kerr.MessageTooLarge) {
+		t.Fatalf("at the default ratio: %v, want MESSAGE_TOO_LARGE", err)
+	}
+	r.DecompressRatio = 64
+	if _, err := batch.CheckProduce(context.Background(), bytes.Clone(b), r); err != nil {
+		t.Fatalf("at ratio 64: %v", err)
+	}
+	if got := batch.DecompressLimit(1<<20, 0); got != 32<<20 {
+		t.Errorf("default limit %d", got)
+	}
+	if got := batch.DecompressLimit(1<<30, 64); got != codec.MaxDecompressed {
+		t.Errorf("limit past 1 GiB: %d", got)
+	}
+}
+
 func zstdBatch(t testing.TB, declared int32, fill func(w io.Writer) error) []byte {
 	t.Helper()
 	var buf bytes.Buffer
@@ -267,7 +295,7 @@ func TestCompressionBombs(t *testing.T) {
 	})
 	t.Logf("bombs of %d and %d bytes, each inflating to 1 GiB", len(zeros), len(records))
 	r := rules() // max.message.bytes 1 MiB: at most 32 MiB decompressed
-	limit := uint64(batch.DecompressLimit(r.MaxMessageBytes))
+	limit := uint64(batch.DecompressLimit(r.MaxMessageBytes, r.DecompressRatio))
 	for _, tc := range []struct {
 		name string
 		b    []byte
