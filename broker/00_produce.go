@@ -77,8 +77,8 @@ func handleProduce(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.
 			}
 			var res klog.AppendResult
 			part, err := b.leaderPartition(t.Topic, p.Partition)
-			if err == nil && t.Topic == offsetsTopic {
-				err = fmt.Errorf("%w: cannot append to internal topic %s", kerr.InvalidTopicException, offsetsTopic)
+			if err == nil && internalTopic(t.Topic) {
+				err = fmt.Errorf("%w: cannot append to internal topic %s", kerr.InvalidTopicException, t.Topic)
 			}
 			if err == nil {
 				records := p.Records

@@ -68,7 +68,7 @@ func handleMetadata(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol
 		rt := kmsg.NewMetadataResponseTopic()
 		n := name
 		rt.Topic = &n
-		rt.IsInternal = name == offsetsTopic
+		rt.IsInternal = internalTopic(name)
 		rt.AuthorizedOperations = authorizedOpsUnknown
 		if req.IncludeTopicAuthorizedOperations && describe {
 			rt.AuthorizedOperations = rc.authorizedOps(b, acl.ResourceTopic, name)
@@ -106,10 +106,10 @@ func handleMetadata(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol
 			// Known to the store but not yet to this broker's metadata: it is
 			// being created (or this broker is catching up).
 			rt.ErrorCode = kerr.LeaderNotAvailable.Code
-		case autoCreate && b.cfg.Settings().AutoCreateTopics && name != offsetsTopic &&
+		case autoCreate && b.cfg.Settings().AutoCreateTopics && !internalTopic(name) &&
 			!rc.allowedCluster(b, acl.OpCreate) && !rc.allowed(b, acl.OpCreate, acl.ResourceTopic, name):
 			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
-		case autoCreate && b.cfg.Settings().AutoCreateTopics && name != offsetsTopic:
+		case autoCreate && b.cfg.Settings().AutoCreateTopics && !internalTopic(name):
 			err := b.createTopic(rc.ctx, topicSpec{Name: name, Partitions: -1, ReplicationFactor: -1})
 			switch {
 			case err == nil, errorCode(err) == kerr.TopicAlreadyExists.Code:

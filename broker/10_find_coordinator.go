@@ -5,10 +5,11 @@ package broker
 // The coordinator of group G is the leader of __consumer_offsets partition
 // abs(javaHashCode(G)) mod offsets.topic.num.partitions, as in Kafka. The topic is
 // created on first use; until it and that partition's leader are known the answer
-// is COORDINATOR_NOT_AVAILABLE (node -1), which clients retry. Transactional ids
-// (key type 1) get TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as InitProducerId does:
-// transactions are not supported, and the error is not retried. Other key types
-// are INVALID_REQUEST.
+// is COORDINATOR_NOT_AVAILABLE (node -1), which clients retry. A transactional
+// id (key type 1) is served the same way by the leader of __transaction_state
+// partition abs(javaHashCode(id)) mod its partitions, the topic created on first
+// use too; an empty transactional id is INVALID_REQUEST. Other key types are
+// INVALID_REQUEST.
 
 import (
 	"context"
@@ -33,17 +34,26 @@ func handleFindCoordinator(b *Broker, rc *reqCtx, r kmsg.Request, respond func(p
 		authorizeFindCoordinator(b, rc, req, resp)
 		respond(protocol.Response{Msg: resp})
 	}
-	if _, _, _, ok := b.meta.topic(offsetsTopic); ok || req.CoordinatorType != 0 {
+	topic, ensure := offsetsTopic, b.ensureOffsetsTopic
+	switch req.CoordinatorType {
+	case 0:
+	case 1:
+		topic, ensure = txnTopic, b.ensureTxnTopic
+	default:
+		answer()
+		return
+	}
+	if _, _, _, ok := b.meta.topic(topic); ok {
 		answer()
 		return
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(rc.ctx, offsetsTopicWait)
 		defer cancel()
-		if err := b.ensureOffsetsTopic(ctx); err != nil {
-			b.logger.Warn("creating "+offsetsTopic+" failed", "error", err)
-		} else if err := b.waitTopics(ctx, []string{offsetsTopic}, false); err != nil {
-			b.logger.Info("waiting for "+offsetsTopic+" leaders", "error", err)
+		if err := ensure(ctx); err != nil {
+			b.logger.Warn("creating "+topic+" failed", "error", err)
+		} else if err := b.waitTopics(ctx, []string{topic}, false); err != nil {
+			b.logger.Info("waiting for "+topic+" leaders", "error", err)
 		}
 		answer()
 	}()
@@ -75,24 +85,29 @@ func (b *Broker) findCoordinator(listener string, keyType int8, key string) kmsg
 		c.ErrorCode, c.ErrorMessage = e.Code, &msg
 		return c
 	}
+	var p partitionMeta
+	var ok bool
 	switch keyType {
 	case 0:
+		p, ok = b.meta.partition(offsetsTopic, b.groups.PartitionFor(key))
 	case 1:
-		return fail(kerr.TransactionalIDAuthorizationFailed, "transactions are not supported by this broker")
+		if key == "" {
+			return fail(kerr.InvalidRequest, "empty transactional id")
+		}
+		p, ok = b.meta.partition(txnTopic, b.txns.PartitionFor(key))
 	default:
 		return fail(kerr.InvalidRequest, "unknown coordinator type")
 	}
-	p, ok := b.meta.partition(offsetsTopic, b.groups.PartitionFor(key))
 	if !ok || p.Leader < 0 {
-		return fail(kerr.CoordinatorNotAvailable, "the group coordinator is not available yet")
+		return fail(kerr.CoordinatorNotAvailable, "the coordinator is not available yet")
 	}
 	ep, ok := b.meta.broker(p.Leader)
 	if !ok {
-		return fail(kerr.CoordinatorNotAvailable, "the group coordinator is not available yet")
+		return fail(kerr.CoordinatorNotAvailable, "the coordinator is not available yet")
 	}
 	hp, ok := ep.on(listener)
 	if !ok {
-		return fail(kerr.CoordinatorNotAvailable, "the group coordinator has no listener "+listener)
+		return fail(kerr.CoordinatorNotAvailable, "the coordinator has no listener "+listener)
 	}
 	c.NodeID, c.Host, c.Port = ep.ID, hp.Host, hp.Port
 	return c

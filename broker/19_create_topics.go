@@ -63,7 +63,7 @@ func handleCreateTopics(b *Broker, rc *reqCtx, r kmsg.Request, respond func(prot
 				// Checked before any other validation, as Kafka does: "ensure the
 				// topic exists" callers rely on TOPIC_ALREADY_EXISTS.
 				err = fmt.Errorf("%w: Topic '%s' already exists.", kerr.TopicAlreadyExists, t.Topic)
-			case t.Topic == offsetsTopic:
+			case internalTopic(t.Topic):
 				err = kerr.InvalidRequest
 			default:
 				err = b.planTopic(&spec)

@@ -95,7 +95,7 @@ func (b *Broker) markForDeletion(ctx context.Context, topic string) error {
 	if !b.cfg.Settings().DeleteTopicEnable {
 		return kerr.TopicDeletionDisabled
 	}
-	if topic == offsetsTopic {
+	if internalTopic(topic) {
 		return kerr.InvalidTopicException
 	}
 	s := b.Store()

@@ -5,8 +5,10 @@ package broker
 // Hands idempotent producers a producer id and epoch. Ids come in blocks of 1000
 // reserved in /latest_producer_id_block with a conditional write, as Kafka does,
 // so they are unique across brokers and restarts. A producer that re-initialises
-// with its id and epoch (v3+, KIP-360) gets the epoch bumped. Transactional ids are
-// refused: transactions are not supported.
+// with its id and epoch (v3+, KIP-360) gets the epoch bumped. With a transactional
+// id the transaction coordinator answers (broker/txn): TransactionalId WRITE is
+// required, the epoch is bumped and an older producer fenced, a pending transaction
+// finished first; PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v4 (KIP-588).
 
 import (
 	"context"
@@ -32,8 +34,7 @@ func handleInitProducerID(b *Broker, rc *reqCtx, r kmsg.Request, respond func(pr
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
-		respond(protocol.Response{Msg: resp})
+		initTransactional(b, rc, req, resp, respond)
 		return
 	}
 	// Authorization (KIP-679): IDEMPOTENT_WRITE on the cluster, or WRITE on

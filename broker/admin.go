@@ -23,6 +23,10 @@ import (
 // offsetsTopic is the internal topic of consumer group offsets.
 const offsetsTopic = "__consumer_offsets"
 
+// internalTopic reports whether name is one of Kafka's internal topics (the
+// coordinators' state), which clients may not create, delete or produce to.
+func internalTopic(name string) bool { return name == offsetsTopic || name == txnTopic }
+
 var legalTopic = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
 
 // validateTopicName applies Kafka's rules for topic names.

@@ -25,6 +25,7 @@ import (
 	"github.com/ktoolhq/ktool/broker/protocol"
 	cq "github.com/ktoolhq/ktool/broker/quota"
 	"github.com/ktoolhq/ktool/broker/replica"
+	"github.com/ktoolhq/ktool/broker/txn"
 	"github.com/ktoolhq/ktool/internal/zkdata"
 	"github.com/ktoolhq/ktool/plugins/codec"
 )
@@ -75,7 +76,10 @@ type Broker struct {
 	codecs   CodecSource
 	tcfg     topicConfigs
 	groups   *group.Coordinator
-	pids     producerIDs
+	txns     *txn.Coordinator
+	// txnMarkers sends the transaction coordinator's WriteTxnMarkers.
+	txnMarkers *markerWriter
+	pids       producerIDs
 
 	fetchMaxBytes int32
 	ctrlSeen      verifiedController
@@ -231,6 +235,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 	b.replicas.Start(b.cfg.Settings().LogRetentionCheckInterval, b.cfg.Settings().LogCleanerBackoff)
 
 	b.groups = newGroupCoordinator(ctx, b)
+	b.txns = newTxnCoordinator(ctx, b)
 	if err := b.register(ctx); err != nil {
 		return err
 	}
@@ -600,6 +605,10 @@ func (b *Broker) closeResources() error {
 	var errs []error
 	if b.groups != nil {
 		b.groups.Close()
+	}
+	if b.txns != nil {
+		b.txns.Close()
+		b.txnMarkers.close()
 	}
 	if b.replicas != nil {
 		errs = append(errs, b.replicas.Shutdown())

@@ -268,11 +268,12 @@ func TestGroupHandlersRaw(t *testing.T) {
 	})
 	for _, tc := range []struct {
 		keyType int8
+		key     string
 		want    *kerr.Error
-	}{{1, kerr.TransactionalIDAuthorizationFailed}, {7, kerr.InvalidRequest}} {
+	}{{1, "", kerr.InvalidRequest}, {7, "x", kerr.InvalidRequest}} {
 		r := kmsg.NewPtrFindCoordinatorRequest()
 		r.Version = 3
-		r.CoordinatorKey, r.CoordinatorType = "x", tc.keyType
+		r.CoordinatorKey, r.CoordinatorType = tc.key, tc.keyType
 		resp, err := r.RequestWith(ctx, cl)
 		if err != nil {
 			t.Fatal(err)

@@ -56,11 +56,15 @@ func (b *Broker) onLeadershipChange(updates []replica.LeaderUpdate, errs map[rep
 			b.groups.Resign(u.TP.Partition)
 		}
 	}
+	b.onTxnLeadershipChange(updates, errs)
 }
 
 func (b *Broker) onStopReplica(tp replica.TP) {
 	if tp.Topic == offsetsTopic {
 		b.groups.Resign(tp.Partition)
+	}
+	if tp.Topic == txnTopic {
+		b.txns.Resign(tp.Partition)
 	}
 }
 
@@ -85,9 +89,15 @@ func (o offsetsLog) Append(ctx context.Context, partition int32, batch []byte) (
 }
 
 // Scan reads the partition's batches from the log start to the log end.
-// Loading groups is not a hot path, so batches are read into memory.
 func (o offsetsLog) Scan(ctx context.Context, partition int32, fn func([]byte) error) error {
-	p := o.b.replicas.Get(replica.TP{Topic: offsetsTopic, Partition: partition})
+	return o.b.scanPartition(ctx, offsetsTopic, partition, fn)
+}
+
+// scanPartition reads an internal topic partition's batches from the log
+// start to the log end, for a coordinator's load. Loading is not a hot path,
+// so batches are read into memory.
+func (b *Broker) scanPartition(ctx context.Context, topic string, partition int32, fn func([]byte) error) error {
+	p := b.replicas.Get(replica.TP{Topic: topic, Partition: partition})
 	if p == nil {
 		return kerr.NotLeaderForPartition
 	}
@@ -114,14 +124,14 @@ func (o offsetsLog) Scan(ctx context.Context, partition int32, fn func([]byte) e
 		_, err = r.File.ReadAt(buf, r.Pos)
 		r.Release()
 		if err != nil {
-			return fmt.Errorf("reading %s-%d: %w", offsetsTopic, partition, err)
+			return fmt.Errorf("reading %s-%d: %w", topic, partition, err)
 		}
 		next, err := eachBatch(buf, fn)
 		if err != nil {
 			return err
 		}
 		if next <= off {
-			return fmt.Errorf("reading %s-%d: no progress at offset %d", offsetsTopic, partition, off)
+			return fmt.Errorf("reading %s-%d: no progress at offset %d", topic, partition, off)
 		}
 		off = next
 	}

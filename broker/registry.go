@@ -26,6 +26,10 @@ type api struct {
 // apis is filled by the init functions of the NN_*.go files and never changed after.
 var apis = map[int16]api{}
 
+// advertisedMax caps what ApiVersions lists for a key whose newer versions
+// are for brokers only (AddPartitionsToTxn v4, see 24_add_partitions_to_txn.go).
+var advertisedMax = map[int16]int16{}
+
 func register(key, min, max int16, h handler) { registerAdvertised(key, min, min, max, h) }
 
 // registerAdvertised registers a handler that serves min..max but lists
@@ -40,6 +44,9 @@ func apiKeys() []kmsg.ApiVersionsResponseApiKey {
 	for _, a := range apis {
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.advertisedMin, a.max
+		if m, ok := advertisedMax[a.key]; ok {
+			k.MaxVersion = m
+		}
 		out = append(out, k)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ApiKey < out[j].ApiKey })

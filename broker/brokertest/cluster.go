@@ -91,6 +91,9 @@ func NewCluster(t testing.TB, n int, opts ...Option) *Cluster {
 	if _, ok := o.props["offsets.topic.replication.factor"]; !ok {
 		o.props["offsets.topic.replication.factor"] = strconv.Itoa(min(3, n))
 	}
+	if _, ok := o.props["transaction.state.log.replication.factor"]; !ok {
+		o.props["transaction.state.log.replication.factor"] = strconv.Itoa(min(3, n))
+	}
 	c := &Cluster{t: t, opts: o, dir: t.TempDir(), brokers: map[int32]*broker.Broker{}, ports: map[int32]int{}}
 	switch o.store {
 	case Embedded:

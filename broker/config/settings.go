@@ -95,6 +95,15 @@ type Settings struct {
 	GroupMinSessionTimeout        time.Duration `config:"group.min.session.timeout.ms"`
 	GroupMaxSessionTimeout        time.Duration `config:"group.max.session.timeout.ms"`
 	GroupMaxSize                  int           `config:"group.max.size"`
+
+	TxnTopicPartitions        int32         `config:"transaction.state.log.num.partitions"`
+	TxnTopicReplicationFactor int32         `config:"transaction.state.log.replication.factor"`
+	TxnTopicMinISR            int32         `config:"transaction.state.log.min.isr"`
+	TxnTopicSegmentBytes      Bytes         `config:"transaction.state.log.segment.bytes"`
+	TxnMaxTimeout             time.Duration `config:"transaction.max.timeout.ms"`
+	TxnIDExpiration           time.Duration `config:"transactional.id.expiration.ms"`
+	TxnAbortTimedOutInterval  time.Duration `config:"transaction.abort.timed.out.transaction.cleanup.interval.ms"`
+	TxnRemoveExpiredInterval  time.Duration `config:"transaction.remove.expired.transaction.cleanup.interval.ms"`
 }
 
 // LogDirs is log.dirs, else log.dir.
