@@ -31,10 +31,19 @@
 //   - leader-epoch-checkpoint: "0", the count, then "<epoch> <startOffset>"
 //     lines, oldest first (KIP-101, KIP-279).
 //   - %020d.snapshot: producer state at that offset, in ktool's own format:
-//     "KTPS", version uint16 (1), CRC32C uint32 of the rest, offset int64,
-//     producer count uint32, then per producer id int64, epoch int16, and up
-//     to five recent batches (first and last sequence int32, first and last
-//     offset int64, max timestamp int64). The two newest are kept.
+//     "KTPS", version uint16 (2), CRC32C uint32 of the rest, offset int64,
+//     producer count uint32, then per producer id int64, epoch int16,
+//     coordinator epoch int32 of its last marker, first offset int64 of its
+//     open transaction (-1 if none), and up to five recent batches (first and
+//     last sequence int32, first and last offset int64, max timestamp int64).
+//     Version 1 (no coordinator epoch, no transaction) is still read. The two
+//     newest are kept.
+//   - %020d.txnindex: the aborted transaction index of the segment, in
+//     Kafka's format: 34-byte entries of version int16 (0), producerId int64,
+//     firstOffset int64, lastOffset int64 (the ABORT marker), lastStableOffset
+//     int64, one per ABORT marker in the segment, in marker order; no file
+//     when there are none. Rebuilt by the producer-state replay of recovery,
+//     deleted with its segment.
 //   - .kafka_cleanshutdown: written by Close, removed by Open.
 //   - While the cleaner swaps segments in: %020d.log.cleaned (and .index,
 //     .timeindex) for a rewritten segment being written, the same names with
@@ -58,6 +67,22 @@
 // starts when the batches would overflow segment.bytes, when
 // segment.ms has passed since the first batch's timestamp, or when relative
 // offsets would overflow; a producer snapshot is taken then.
+//
+// # Transactions
+//
+// Producer state also tracks transactions (Kafka 2.8's rules): a
+// transactional batch opens its producer's transaction at its first offset;
+// a COMMIT or ABORT control batch (AppendMarker, as leader; replicated ones
+// alike) closes it and records the coordinator epoch. A producer with an open
+// transaction may append only transactional batches; a marker of an older
+// producer epoch or coordinator epoch is refused (KIP-890 part 1: a late
+// marker cannot close the next transaction), and with verification
+// (AppendAsLeaderTxn) a transactional batch that would open a transaction
+// needs the coordinator's confirmation, taken with no marker for the producer
+// landing since. The last stable offset is the first offset of the oldest
+// open transaction, or the high watermark if smaller. Retention keeps the
+// segment holding that first offset and DeleteRecords refuses to pass it, so
+// the LSO never falls below the log start.
 //
 // # Reading
 //

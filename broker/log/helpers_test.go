@@ -30,6 +30,13 @@ type batchSpec struct {
 	seq     int32
 	gzip    bool
 	valueSz int
+	txn     bool // transactional
+}
+
+func txnBatch(pid int64, epoch int16, seq int32, n int) batchSpec {
+	s := idem(pid, epoch, seq, n)
+	s.txn = true
+	return s
 }
 
 func plain(n int, ts int64) batchSpec { return batchSpec{n: n, ts: ts, pid: -1, epoch: -1, seq: -1} }
@@ -72,6 +79,9 @@ func makeBatch(t testing.TB, s batchSpec) []byte {
 		}
 		recs = buf.Bytes()
 		attrs = 1
+	}
+	if s.txn {
+		attrs |= batch.AttrTransactional
 	}
 	b := kmsg.RecordBatch{
 		Length:          int32(batch.MinLength + len(recs)),

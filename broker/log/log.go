@@ -33,6 +33,7 @@ type Log struct {
 
 	appendMu  sync.Mutex
 	producers *producerState // appendMu
+	txnFiles  map[int64]int  // appendMu: entries in each .txnindex file on disk, by segment base
 
 	flushMu      sync.Mutex
 	checkpointed map[string]int64 // flushMu: the offset each checkpoint file holds
@@ -53,6 +54,9 @@ type Log struct {
 	epochs        epochCache
 	epochsDirty   bool // the epoch checkpoint is behind the cache
 	closed        bool
+	firstUnstable int64          // first offset of the oldest open transaction, -1 if none
+	aborted       []AbortedTxn   // the aborted transaction index, by marker offset
+	txnDirty      map[int64]bool // .txnindex files appended to since the last flush
 }
 
 // AppendResult describes a successful append.
@@ -210,6 +214,53 @@ func storageError(op string, err error) error {
 // does not know may start at any sequence (KIP-360), except on a partition
 // that never held a record, where it must start at 0 (KAFKA-15591).
 func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendResult, error) {
+	return l.AppendAsLeaderTxn(records, leaderEpoch, nil)
+}
+
+// TxnVerification is the transaction coordinator's answer for a
+// transactional batch whose producer has no open transaction here (KIP-890):
+// Token is what TxnVerificationToken returned before the coordinator was
+// asked, OK whether it confirmed that the partition is in the producer's
+// ongoing transaction.
+type TxnVerification struct {
+	Token int64
+	OK    bool
+}
+
+// TxnVerificationToken says whether a transactional batch of producer pid at
+// epoch would start a transaction here, so needs the coordinator's
+// confirmation first, and the token to hand back in TxnVerification. A
+// marker for the producer landing in between makes the token stale.
+func (l *Log) TxnVerificationToken(pid int64, epoch int16) (int64, bool) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	e := l.producers.m[pid]
+	switch {
+	case e == nil:
+		return -1, true
+	case e.txnFirst >= 0 || epoch < e.epoch:
+		return 0, false
+	}
+	return e.lastMarker, true
+}
+
+// AppendAsLeaderTxn is AppendAsLeader with the transaction rules: a producer
+// with an open transaction appends only transactional batches
+// (INVALID_TXN_STATE otherwise); with verified set, a transactional batch
+// that would start a transaction is refused with INVALID_TXN_STATE unless
+// verified confirms it and no marker for the producer landed since its token.
+// With verified nil such a batch starts a transaction unverified.
+func (l *Log) AppendAsLeaderTxn(records []byte, leaderEpoch int32, verified *TxnVerification) (AppendResult, error) {
+	var verify func(e *producerEntry) bool
+	if verified != nil {
+		verify = func(e *producerEntry) bool {
+			token := int64(-1)
+			if e != nil {
+				token = e.lastMarker
+			}
+			return verified.OK && token == verified.Token
+		}
+	}
 	cfg := l.config()
 	nowTime := cfg.now()
 	now := nowTime.UnixMilli()
@@ -260,6 +311,12 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendResult, e
 		if err != nil {
 			return AppendResult{}, err
 		}
+		if dup == nil {
+			err = checkTxnBatch(e, *h, verify)
+		}
+		if err != nil {
+			return AppendResult{}, err
+		}
 		if dup != nil {
 			return AppendResult{
 				BaseOffset:     dup.firstOffset,
@@ -272,7 +329,7 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendResult, e
 		}
 		switch {
 		case e == nil:
-			e = &producerEntry{epoch: h.ProducerEpoch}
+			e = newProducerEntry(h.ProducerEpoch)
 		case !ok:
 			e = e.clone()
 		}
@@ -294,8 +351,9 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendResult, e
 		return AppendResult{}, err
 	}
 	for pid, e := range pending {
-		l.producers.m[pid] = e
+		l.producers.put(pid, e)
 	}
+	l.publishTxnState()
 	res := AppendResult{
 		BaseOffset:     hdrs[0].BaseOffset,
 		LastOffset:     hdrs[len(hdrs)-1].LastOffset(),
@@ -344,8 +402,8 @@ func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
 	if err := l.appendLocked(records, hdrs, cfg, cfg.now()); err != nil {
 		return AppendResult{}, err
 	}
-	for _, h := range hdrs {
-		l.producers.apply(h)
+	if err := l.applyAppended(records, hdrs); err != nil {
+		return AppendResult{}, err
 	}
 	res := AppendResult{
 		BaseOffset:     hdrs[0].BaseOffset,
@@ -353,6 +411,87 @@ func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
 		LogAppendTime:  -1,
 		LogStartOffset: logStart,
 		NumRecords:     int(want - hdrs[0].BaseOffset),
+	}
+	return res, l.maybeFlushMessages(cfg)
+}
+
+// applyAppended updates the producer state and the aborted transaction
+// index with batches appended as a follower; appendMu held.
+func (l *Log) applyAppended(records []byte, hdrs []batch.Header) error {
+	var errs []error
+	pos := int64(0)
+	for _, h := range hdrs {
+		var m *batch.Marker
+		if h.Control() && h.ProducerID >= 0 {
+			mk, err := batch.MarkerOf(records[pos : pos+h.Size()])
+			if err != nil {
+				l.logger.Warn("control batch without a readable marker", "dir", l.dir, "offset", h.BaseOffset, "err", err)
+			} else {
+				m = &mk
+			}
+		}
+		pos += h.Size()
+		if done, closed := l.producers.apply(h, m); closed && done.aborted {
+			errs = append(errs, l.recordAborted(AbortedTxn{ProducerID: done.producerID, FirstOffset: done.first, LastOffset: done.last, LastStableOffset: l.producers.stableAfter(done)}))
+		}
+	}
+	l.publishTxnState()
+	return errors.Join(errs...)
+}
+
+// AppendMarker appends, as leader, the COMMIT or ABORT marker the
+// transaction coordinator sends for producer pid at epoch: it closes the
+// producer's open transaction (an ABORT enters the aborted transaction
+// index). A marker of an older producer epoch is INVALID_PRODUCER_EPOCH and
+// one of an older coordinator epoch than the producer's last marker is
+// TRANSACTION_COORDINATOR_FENCED; nothing is written then. A marker for a
+// producer without an open transaction is appended too, as Kafka does
+// (a coordinator retrying after a failover).
+func (l *Log) AppendMarker(pid int64, epoch int16, m batch.Marker, leaderEpoch int32) (AppendResult, error) {
+	if pid < 0 || epoch < 0 || (m.Type != batch.ControlAbort && m.Type != batch.ControlCommit) {
+		return AppendResult{}, fmt.Errorf("marker %s for producer %d epoch %d: %w", m.Type, pid, epoch, kerr.InvalidRequest)
+	}
+	cfg := l.config()
+	nowTime := cfg.now()
+	records := batch.EncodeMarker(pid, epoch, m, nowTime.UnixMilli())
+	h, err := batch.ParseHeader(records)
+	if err != nil {
+		return AppendResult{}, err
+	}
+
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.isClosed() {
+		return AppendResult{}, ErrClosed
+	}
+	e := l.producers.m[pid]
+	if err := checkMarker(e, pid, epoch, m.CoordinatorEpoch); err != nil {
+		return AppendResult{}, err
+	}
+	l.mu.Lock()
+	h.BaseOffset, h.PartitionLeaderEpoch = l.leo, leaderEpoch
+	logStart := l.logStart
+	l.mu.Unlock()
+	batch.SetBaseOffset(records, h.BaseOffset)
+	batch.SetLeaderEpoch(records, leaderEpoch)
+	if err := l.appendLocked(records, []batch.Header{h}, cfg, nowTime); err != nil {
+		return AppendResult{}, err
+	}
+	if e == nil {
+		e = newProducerEntry(epoch)
+	} else {
+		e = e.clone()
+	}
+	done := e.end(pid, h, m)
+	l.producers.put(pid, e)
+	var ierr error
+	if done.aborted && done.first >= 0 {
+		ierr = l.recordAborted(AbortedTxn{ProducerID: pid, FirstOffset: done.first, LastOffset: done.last, LastStableOffset: l.producers.stableAfter(done)})
+	}
+	l.publishTxnState()
+	res := AppendResult{BaseOffset: h.BaseOffset, LastOffset: h.BaseOffset, LogAppendTime: -1, LogStartOffset: logStart, NumRecords: 1}
+	if ierr != nil {
+		return res, ierr
 	}
 	return res, l.maybeFlushMessages(cfg)
 }
@@ -538,7 +677,7 @@ func (l *Log) flushLocked() error {
 		errs = append(errs, s.sync())
 		s.files.release()
 	}
-	errs = append(errs, syncDir(l.dir))
+	errs = append(errs, l.syncTxnIndexData(), syncDir(l.dir))
 	if err := errors.Join(errs...); err != nil {
 		return storageError("flush", err)
 	}

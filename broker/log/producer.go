@@ -30,12 +30,29 @@ type producerBatch struct {
 type producerEntry struct {
 	epoch   int16
 	batches []producerBatch // oldest first
+	// coordEpoch is the coordinator epoch of the producer's last marker (-1
+	// before one): a marker from an older coordinator is fenced.
+	coordEpoch int32
+	// txnFirst is the first offset of the producer's open transaction, -1
+	// when none is open.
+	txnFirst int64
+	// lastMarker is the offset of the producer's last marker seen since the
+	// state was loaded, -1 before one; transaction verification uses it to
+	// see that no marker landed while the coordinator was asked.
+	lastMarker int64
+}
+
+func newProducerEntry(epoch int16) *producerEntry {
+	return &producerEntry{epoch: epoch, coordEpoch: -1, txnFirst: -1, lastMarker: -1}
 }
 
 func (e *producerEntry) clone() *producerEntry {
-	return &producerEntry{epoch: e.epoch, batches: append([]producerBatch(nil), e.batches...)}
+	c := *e
+	c.batches = append([]producerBatch(nil), e.batches...)
+	return &c
 }
 
+// lastOffset is the last offset of the producer's newest batch, -1 before one.
 func (e *producerEntry) lastOffset() int64 {
 	if n := len(e.batches); n > 0 {
 		return e.batches[n-1].lastOffset
@@ -43,12 +60,10 @@ func (e *producerEntry) lastOffset() int64 {
 	return -1
 }
 
-// add records an appended batch; a new epoch forgets the old epoch's batches.
+// add records an appended data batch; a new epoch forgets the old epoch's
+// batches. A transactional batch opens the producer's transaction when none is.
 func (e *producerEntry) add(h batch.Header) {
-	if h.ProducerEpoch != e.epoch {
-		e.epoch = h.ProducerEpoch
-		e.batches = e.batches[:0]
-	}
+	e.setEpoch(h.ProducerEpoch)
 	if len(e.batches) == maxProducerBatches {
 		e.batches = append(e.batches[:0], e.batches[1:]...)
 	}
@@ -59,32 +74,146 @@ func (e *producerEntry) add(h batch.Header) {
 		lastOffset:  h.LastOffset(),
 		maxTs:       h.MaxTimestamp,
 	})
+	if h.Transactional() && e.txnFirst < 0 {
+		e.txnFirst = h.BaseOffset
+	}
 }
 
-// producerState is the idempotence state of one partition, keyed by producer id.
+func (e *producerEntry) setEpoch(epoch int16) {
+	if epoch != e.epoch {
+		e.epoch = epoch
+		e.batches = e.batches[:0]
+	}
+}
+
+// completedTxn is a transaction a marker closed: first offset of its data
+// (-1 when the marker closed nothing) and the marker's offset.
+type completedTxn struct {
+	producerID  int64
+	first, last int64
+	aborted     bool
+}
+
+// end applies a marker at offset: it closes the open transaction, if any.
+func (e *producerEntry) end(pid int64, h batch.Header, m batch.Marker) completedTxn {
+	e.setEpoch(h.ProducerEpoch)
+	done := completedTxn{producerID: pid, first: e.txnFirst, last: h.BaseOffset, aborted: m.Type == batch.ControlAbort}
+	e.txnFirst = -1
+	e.coordEpoch = m.CoordinatorEpoch
+	e.lastMarker = h.BaseOffset
+	return done
+}
+
+// checkMarker applies the fencing rules to a marker the leader is asked to
+// append for the producer's entry e (nil when unknown): an older producer
+// epoch cannot close the transaction of a newer one (KIP-890), and a
+// coordinator older than the one that wrote the last marker is fenced.
+func checkMarker(e *producerEntry, pid int64, epoch int16, coordEpoch int32) error {
+	if e == nil {
+		return nil
+	}
+	if epoch < e.epoch {
+		return fmt.Errorf("marker for producer %d epoch %d is older than epoch %d: %w", pid, epoch, e.epoch, kerr.InvalidProducerEpoch)
+	}
+	if coordEpoch < e.coordEpoch {
+		return fmt.Errorf("marker for producer %d from coordinator epoch %d, older than %d: %w", pid, coordEpoch, e.coordEpoch, kerr.TransactionCoordinatorFenced)
+	}
+	return nil
+}
+
+// checkTxnBatch applies the transaction rules to a client data batch: a
+// producer with an open transaction writes only transactional batches, and
+// one without starts a transaction only once verified (verify, when not nil,
+// says whether the coordinator confirmed it).
+func checkTxnBatch(e *producerEntry, h batch.Header, verify func(e *producerEntry) bool) error {
+	open := e != nil && e.txnFirst >= 0
+	switch {
+	case !h.Transactional() && open:
+		return fmt.Errorf("producer %d wrote a non-transactional batch inside its open transaction: %w", h.ProducerID, kerr.InvalidTxnState)
+	case h.Transactional() && !open && verify != nil && !verify(e):
+		return fmt.Errorf("producer %d epoch %d has no verified transaction at this partition: %w", h.ProducerID, h.ProducerEpoch, kerr.InvalidTxnState)
+	}
+	return nil
+}
+
+// producerState is the idempotence and transaction state of one partition,
+// keyed by producer id.
 type producerState struct {
 	m map[int64]*producerEntry
+	// ongoing maps the producers with an open transaction to its first offset.
+	ongoing map[int64]int64
 }
 
-func newProducerState() *producerState { return &producerState{m: make(map[int64]*producerEntry)} }
+func newProducerState() *producerState {
+	return &producerState{m: make(map[int64]*producerEntry), ongoing: make(map[int64]int64)}
+}
 
-// apply records a batch already in the log (replication, recovery).
-func (ps *producerState) apply(h batch.Header) {
+// put installs e as pid's entry and keeps ongoing in step with it.
+func (ps *producerState) put(pid int64, e *producerEntry) {
+	ps.m[pid] = e
+	if e.txnFirst >= 0 {
+		ps.ongoing[pid] = e.txnFirst
+	} else {
+		delete(ps.ongoing, pid)
+	}
+}
+
+// apply records a batch already in the log (replication, recovery); m is
+// the marker of a control batch. It returns the transaction a marker closed.
+func (ps *producerState) apply(h batch.Header, m *batch.Marker) (completedTxn, bool) {
 	if h.ProducerID < 0 {
-		return
+		return completedTxn{}, false
 	}
 	e := ps.m[h.ProducerID]
 	if e == nil {
-		e = &producerEntry{epoch: h.ProducerEpoch}
-		ps.m[h.ProducerID] = e
+		e = newProducerEntry(h.ProducerEpoch)
 	}
-	e.add(h)
+	var done completedTxn
+	closed := false
+	if h.Control() {
+		if m == nil {
+			return completedTxn{}, false
+		}
+		done = e.end(h.ProducerID, h, *m)
+		closed = done.first >= 0
+	} else {
+		e.add(h)
+	}
+	ps.put(h.ProducerID, e)
+	return done, closed
 }
 
-// evictBefore forgets producers whose last batch lies below the log start.
+// firstUnstable is the first offset of the oldest open transaction, -1 when
+// none is open.
+func (ps *producerState) firstUnstable() int64 {
+	first := int64(-1)
+	for _, off := range ps.ongoing {
+		if first < 0 || off < first {
+			first = off
+		}
+	}
+	return first
+}
+
+// stableAfter is the last stable offset right after done completed, as
+// Kafka's transaction index records it: the first offset of the oldest other
+// open transaction, else the offset after the marker.
+func (ps *producerState) stableAfter(done completedTxn) int64 {
+	lso := done.last + 1
+	for pid, off := range ps.ongoing {
+		if pid != done.producerID && off < lso {
+			lso = off
+		}
+	}
+	return lso
+}
+
+// evictBefore forgets producers whose last batch lies below the log start,
+// except those with an open transaction, whose coordinator still has to
+// close it.
 func (ps *producerState) evictBefore(logStart int64) {
 	for pid, e := range ps.m {
-		if e.lastOffset() < logStart {
+		if e.lastOffset() < logStart && e.txnFirst < 0 && e.lastMarker < logStart {
 			delete(ps.m, pid)
 		}
 	}
@@ -132,14 +261,17 @@ func checkProducerBatch(e *producerEntry, h batch.Header, neverWritten bool) (*p
 	return nil, nil
 }
 
-// Producer snapshot file, version 1, all integers big-endian:
+// Producer snapshot file, version 2, all integers big-endian:
 //
 //	magic "KTPS" | version uint16 | crc32c uint32 of the rest | offset int64 | count uint32
-//	count x (producerId int64 | epoch int16 | n uint8 |
+//	count x (producerId int64 | epoch int16 | coordinatorEpoch int32 | txnFirstOffset int64 | n uint8 |
 //	         n x (firstSeq int32 | lastSeq int32 | firstOffset int64 | lastOffset int64 | maxTimestamp int64))
+//
+// txnFirstOffset is -1 when the producer has no open transaction. Version 1
+// (read, no longer written) lacks coordinatorEpoch and txnFirstOffset.
 const (
 	snapshotMagic   = "KTPS"
-	snapshotVersion = 1
+	snapshotVersion = 2
 	snapshotHeader  = 4 + 2 + 4
 	snapshotsKept   = 2
 )
@@ -153,7 +285,7 @@ func (ps *producerState) encodeSnapshot(offset int64) []byte {
 		pids = append(pids, pid)
 	}
 	sort.Slice(pids, func(i, j int) bool { return pids[i] < pids[j] })
-	b := make([]byte, snapshotHeader, snapshotHeader+12+len(pids)*(11+maxProducerBatches*32))
+	b := make([]byte, snapshotHeader, snapshotHeader+12+len(pids)*(23+maxProducerBatches*32))
 	copy(b, snapshotMagic)
 	binary.BigEndian.PutUint16(b[4:], snapshotVersion)
 	b = binary.BigEndian.AppendUint64(b, uint64(offset))
@@ -162,6 +294,8 @@ func (ps *producerState) encodeSnapshot(offset int64) []byte {
 		e := ps.m[pid]
 		b = binary.BigEndian.AppendUint64(b, uint64(pid))
 		b = binary.BigEndian.AppendUint16(b, uint16(e.epoch))
+		b = binary.BigEndian.AppendUint32(b, uint32(e.coordEpoch))
+		b = binary.BigEndian.AppendUint64(b, uint64(e.txnFirst))
 		b = append(b, byte(len(e.batches)))
 		for _, pb := range e.batches {
 			b = binary.BigEndian.AppendUint32(b, uint32(pb.firstSeq))
@@ -179,8 +313,13 @@ func decodeSnapshot(b []byte) (*producerState, int64, error) {
 	if len(b) < snapshotHeader+12 || string(b[:4]) != snapshotMagic {
 		return nil, 0, errors.New("not a producer snapshot")
 	}
-	if v := binary.BigEndian.Uint16(b[4:]); v != snapshotVersion {
-		return nil, 0, fmt.Errorf("producer snapshot version %d", v)
+	version := binary.BigEndian.Uint16(b[4:])
+	if version != 1 && version != snapshotVersion {
+		return nil, 0, fmt.Errorf("producer snapshot version %d", version)
+	}
+	fixed := 11
+	if version >= 2 {
+		fixed = 23
 	}
 	if crc32.Checksum(b[snapshotHeader:], castagnoli) != binary.BigEndian.Uint32(b[6:]) {
 		return nil, 0, errors.New("producer snapshot crc mismatch")
@@ -191,13 +330,20 @@ func decodeSnapshot(b []byte) (*producerState, int64, error) {
 	r = r[12:]
 	ps := newProducerState()
 	for range count {
-		if len(r) < 11 {
+		if len(r) < fixed {
 			return nil, 0, errors.New("producer snapshot truncated")
 		}
 		pid := int64(binary.BigEndian.Uint64(r))
-		e := &producerEntry{epoch: int16(binary.BigEndian.Uint16(r[8:]))}
-		n := int(r[10])
-		r = r[11:]
+		e := newProducerEntry(int16(binary.BigEndian.Uint16(r[8:])))
+		if version >= 2 {
+			e.coordEpoch = int32(binary.BigEndian.Uint32(r[10:]))
+			e.txnFirst = int64(binary.BigEndian.Uint64(r[14:]))
+			if e.txnFirst < -1 {
+				return nil, 0, fmt.Errorf("producer snapshot: producer %d transaction at offset %d", pid, e.txnFirst)
+			}
+		}
+		n := int(r[fixed-1])
+		r = r[fixed:]
 		if n > maxProducerBatches || len(r) < n*32 {
 			return nil, 0, errors.New("producer snapshot truncated")
 		}
@@ -211,7 +357,7 @@ func decodeSnapshot(b []byte) (*producerState, int64, error) {
 			})
 			r = r[32:]
 		}
-		ps.m[pid] = e
+		ps.put(pid, e)
 	}
 	if len(r) != 0 {
 		return nil, 0, errors.New("producer snapshot has trailing bytes")

@@ -31,12 +31,15 @@ func Open(dir string, cfg Config, logger *slog.Logger) (*Log, error) {
 		return nil, fmt.Errorf("open log: %w", err)
 	}
 	l := &Log{
-		dir:          dir,
-		logger:       logger,
-		cfg:          cfg,
-		producers:    newProducerState(),
-		lastFlush:    cfg.now(),
-		checkpointed: make(map[string]int64),
+		dir:           dir,
+		logger:        logger,
+		cfg:           cfg,
+		producers:     newProducerState(),
+		txnFiles:      make(map[int64]int),
+		txnDirty:      make(map[int64]bool),
+		firstUnstable: -1,
+		lastFlush:     cfg.now(),
+		checkpointed:  make(map[string]int64),
 	}
 	marker := filepath.Join(dir, cleanShutdownFile)
 	_, err := os.Stat(marker)
@@ -159,7 +162,21 @@ func (l *Log) load(clean bool) error {
 			return err
 		}
 	}
-	if err := l.rebuildProducerState(); err != nil {
+	damagedTxnIndex, err := l.loadTxnIndexes()
+	if err != nil {
+		return err
+	}
+	// After a crash the transaction indexes of the rescanned segments may
+	// lack entries that never reached the disk: the replay rebuilds them,
+	// and those of damaged index files.
+	replayFrom := min(l.leo, damagedTxnIndex)
+	if recovered {
+		replayFrom = min(replayFrom, l.segs[min(recoverFrom, len(l.segs)-1)].base)
+	}
+	if err := l.rebuildProducerState(replayFrom); err != nil {
+		return err
+	}
+	if err := l.syncTxnIndexFiles(); err != nil {
 		return err
 	}
 	l.recoveryPoint = min(recoveryPoint, l.leo)
@@ -203,7 +220,7 @@ func (l *Log) cleanDir() ([]int64, error) {
 			}
 			continue
 		}
-		for _, ext := range []string{indexExt, timeIndexExt} {
+		for _, ext := range []string{indexExt, timeIndexExt, txnIndexExt} {
 			if base, ok := segmentBase(name, ext); ok && !logs[base] {
 				l.logger.Warn("removing index without a log", "file", path)
 				if err := os.Remove(path); err != nil {
@@ -452,13 +469,15 @@ func (l *Log) checkContiguity() error {
 	return nil
 }
 
-// rebuildProducerState loads the newest snapshot at or below the LEO and
-// replays the batches after it; appendMu is held or the log is not shared yet.
-func (l *Log) rebuildProducerState() error {
+// rebuildProducerState loads the newest snapshot at or below limit (and the
+// LEO) and replays the batches after it, rebuilding the aborted transaction
+// index from there; appendMu is held or the log is not shared yet. The
+// caller writes the index files.
+func (l *Log) rebuildProducerState(limit int64) error {
 	if err := deleteSnapshotsAbove(l.dir, l.leo); err != nil {
 		return err
 	}
-	ps, from, err := loadLatestSnapshot(l.dir, l.leo, func(path string, err error) {
+	ps, from, err := loadLatestSnapshot(l.dir, min(limit, l.leo), func(path string, err error) {
 		l.logger.Warn("removing unreadable producer snapshot", "file", path, "err", err)
 		if rerr := removeIfExists(path); rerr != nil {
 			l.logger.Warn("removing producer snapshot", "file", path, "err", rerr)
@@ -468,6 +487,8 @@ func (l *Log) rebuildProducerState() error {
 		return err
 	}
 	from = max(from, l.segs[0].base)
+	l.dropAborted(-1, from)
+	var rebuilt []AbortedTxn
 	for _, s := range l.segs[l.segmentFor(from):] {
 		if s.next <= from {
 			continue
@@ -475,19 +496,47 @@ func (l *Log) rebuildProducerState() error {
 		sc := newBatchScanner(s.files.log, lookupPosition(s.idx, from-s.base), s.size)
 		sc.headersOnly = true
 		for sc.pos < s.size {
-			h, _, _, ok := sc.next()
+			h, _, pos, ok := sc.next()
 			if !ok {
 				// Only a segment trusted without a rescan can get here;
 				// its readers will meet the damage too.
 				l.logger.Error("producer state replay stopped at a damaged batch", "file", s.files.log.Name(), "err", sc.err)
 				break
 			}
-			if h.BaseOffset >= from {
-				ps.apply(h)
+			if h.BaseOffset < from {
+				continue
+			}
+			var m *batch.Marker
+			if h.Control() && h.ProducerID >= 0 {
+				mk, err := readMarker(s.files.log, pos, h.Size())
+				if err != nil {
+					l.logger.Warn("control batch without a readable marker", "file", s.files.log.Name(), "offset", h.BaseOffset, "err", err)
+				} else {
+					m = &mk
+				}
+			}
+			if done, closed := ps.apply(h, m); closed && done.aborted {
+				rebuilt = append(rebuilt, AbortedTxn{ProducerID: done.producerID, FirstOffset: done.first, LastOffset: done.last, LastStableOffset: ps.stableAfter(done)})
 			}
 		}
 	}
 	ps.evictBefore(l.logStart)
 	l.producers = ps
+	l.mu.Lock()
+	l.aborted = append(l.aborted, rebuilt...)
+	l.mu.Unlock()
+	l.publishTxnState()
 	return nil
+}
+
+// readMarker reads the control batch of size bytes at pos and decodes its marker.
+func readMarker(f *os.File, pos, size int64) (batch.Marker, error) {
+	if size > 1<<16 {
+		return batch.Marker{}, fmt.Errorf("control batch of %d bytes", size)
+	}
+	b := make([]byte, size)
+	if _, err := f.ReadAt(b, pos); err != nil {
+		return batch.Marker{}, err
+	}
+	return batch.MarkerOf(b)
 }

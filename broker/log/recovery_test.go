@@ -316,7 +316,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	ps := newProducerState()
 	for i := range 7 {
 		h := batch.Header{BaseOffset: int64(10 * i), LastOffsetDelta: 1, NumRecords: 2, ProducerID: int64(i % 3), ProducerEpoch: 2, BaseSequence: int32(2 * i), MaxTimestamp: int64(i)}
-		ps.apply(h)
+		ps.apply(h, nil)
 	}
 	got, off, err := decodeSnapshot(ps.encodeSnapshot(77))
 	if err != nil || off != 77 {

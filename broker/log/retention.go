@@ -54,12 +54,18 @@ func segmentTimestamp(s *segment) int64 {
 
 // deleteSegmentsLocked deletes the longest prefix of non-active segments for
 // which each is wholly below the log start offset or del says so, then moves
-// the log start offset and what depends on it. appendMu and flushMu are held.
+// the log start offset and what depends on it. A segment holding the first
+// offset of an open transaction, or later ones, is kept, so the last stable
+// offset never falls below the log start: the transaction's coordinator
+// closes it within its timeout. appendMu and flushMu are held.
 func (l *Log) deleteSegmentsLocked(del func(s, next *segment, logStart int64) bool) (int, error) {
 	l.mu.Lock()
 	n := 0
 	for n+1 < len(l.segs) {
 		s, next := l.segs[n], l.segs[n+1]
+		if l.firstUnstable >= 0 && next.base > l.firstUnstable {
+			break
+		}
 		if next.base > l.logStart && !del(s, next, l.logStart) {
 			break
 		}
@@ -80,6 +86,8 @@ func (l *Log) deleteSegmentsLocked(del func(s, next *segment, logStart int64) bo
 		errs = append(errs, s.unlink(l.dir))
 	}
 	l.producers.evictBefore(logStart)
+	l.dropAborted(l.segs[0].base, 1<<63-1)
+	errs = append(errs, l.syncTxnIndexFiles())
 	if changed {
 		errs = append(errs, l.writeEpochCheckpoint())
 	}

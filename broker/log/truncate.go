@@ -58,8 +58,12 @@ func (l *Log) TruncateTo(offset int64) error {
 	if err := l.writeEpochCheckpoint(); err != nil {
 		return storageError("truncate", err)
 	}
-	if err := l.rebuildProducerState(); err != nil {
+	l.dropAborted(-1, newNext)
+	if err := l.rebuildProducerState(newNext); err != nil {
 		return storageError("truncate", err)
+	}
+	if err := l.syncTxnIndexFiles(); err != nil {
+		return err
 	}
 	return l.writeCheckpointsLocked()
 }
@@ -253,6 +257,11 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.epochs.entries = nil
 	l.mu.Unlock()
 	l.producers = newProducerState()
+	l.dropAborted(0, 0)
+	l.publishTxnState()
+	if err := l.syncTxnIndexFiles(); err != nil {
+		return err
+	}
 	l.logger.Info("restarted log", "dir", l.dir, "at", offset)
 	if err := errors.Join(deleteSnapshotsAbove(l.dir, -1), l.writeEpochCheckpoint()); err != nil {
 		return storageError("restart log", err)
@@ -262,7 +271,8 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 
 // DeleteRecordsBefore moves the log start offset up to offset (DeleteRecords;
 // the broker turns -1 into the high watermark first). Offsets above the high
-// watermark are kerr.OffsetOutOfRange. Segments wholly below the new start
+// watermark, or above the first offset of an open transaction (which would
+// leave its last stable offset below the log start), are kerr.OffsetOutOfRange. Segments wholly below the new start
 // are deleted. It returns the log start offset. As in Kafka, a topic whose
 // cleanup.policy lacks delete refuses with kerr.PolicyViolation.
 func (l *Log) DeleteRecordsBefore(offset int64) (int64, error) {
@@ -282,7 +292,7 @@ func (l *Log) moveLogStart(offset int64, checkPolicy bool) (int64, error) {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
-	closed, logStart, hw, cfg := l.closed, l.logStart, l.hw, l.cfg
+	closed, logStart, hw, cfg, unstable := l.closed, l.logStart, l.hw, l.cfg, l.firstUnstable
 	l.mu.Unlock()
 	if closed {
 		return 0, ErrClosed
@@ -292,6 +302,9 @@ func (l *Log) moveLogStart(offset int64, checkPolicy bool) (int64, error) {
 	}
 	if offset > hw || offset < 0 {
 		return logStart, fmt.Errorf("delete records before %d: high watermark is %d: %w", offset, hw, kerr.OffsetOutOfRange)
+	}
+	if checkPolicy && unstable >= 0 && offset > unstable {
+		return logStart, fmt.Errorf("delete records before %d: a transaction is open from offset %d: %w", offset, unstable, kerr.OffsetOutOfRange)
 	}
 	if offset <= logStart {
 		return logStart, nil

@@ -103,3 +103,32 @@ func appendVarbytes(dst, b []byte) []byte {
 	}
 	return append(binary.AppendVarint(dst, int64(len(b))), b...)
 }
+
+// MarkerOf decodes the marker of a whole control batch b (header included).
+func MarkerOf(b []byte) (Marker, error) {
+	h, err := ParseHeader(b)
+	if err != nil {
+		return Marker{}, err
+	}
+	if !h.Control() {
+		return Marker{}, fmt.Errorf("batch %d is not a control batch: %w", h.BaseOffset, kerr.CorruptMessage)
+	}
+	if h.Compression() != 0 || int64(len(b)) < h.Size() {
+		return Marker{}, fmt.Errorf("control batch %d is compressed or truncated: %w", h.BaseOffset, kerr.CorruptMessage)
+	}
+	var m Marker
+	found := false
+	err = EachRecord(h, b[HeaderSize:h.Size()], func(r Record) error {
+		if found {
+			return nil
+		}
+		found = true
+		mk, perr := ParseMarker(r)
+		m = mk
+		return perr
+	})
+	if err == nil && !found {
+		err = fmt.Errorf("control batch %d holds no record: %w", h.BaseOffset, kerr.CorruptMessage)
+	}
+	return m, err
+}

@@ -359,6 +359,12 @@ func TestControlMarkers(t *testing.T) {
 		if err != nil || len(got) != 1 || got[0] != m {
 			t.Fatalf("markers back %+v, %v; want %+v", got, err, m)
 		}
+		if mk, err := batch.MarkerOf(b); err != nil || mk != m {
+			t.Fatalf("MarkerOf = %+v, %v; want %+v", mk, err, m)
+		}
+		if _, err := batch.MarkerOf(b[:len(b)-1]); err == nil {
+			t.Fatal("MarkerOf accepted a truncated batch")
+		}
 	}
 	if _, err := batch.ControlKey([]byte{0, 1, 0, 1}); err == nil {
 		t.Fatal("control key version 1 accepted")
