@@ -2,7 +2,10 @@ package broker
 
 // Fetch, key 1, v4-v12.
 //
-// Consumers read committed records (below the high watermark) from the leader;
+// Consumers read committed records (below the high watermark) from the leader,
+// with isolation_level 1 (read_committed) only below the last stable offset, with
+// the aborted transactions overlapping the records returned listed from the
+// aborted transaction index;
 // followers (replica_id >= 0) read up to the log end offset, and their fetch offset
 // tells the leader how far they are (high watermark, ISR expansion). Record bytes are
 // never read into memory: the response is encoded by hand around file regions that
@@ -36,6 +39,9 @@ type fetchPart struct {
 	err       error
 	info      replica.ReadInfo
 	region    klog.Region
+	// aborted lists, for a read_committed fetch, the aborted transactions
+	// overlapping the records returned; nil for read_uncommitted.
+	aborted []klog.AbortedTxn
 }
 
 func handleFetch(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
@@ -168,7 +174,7 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, follower bool, maxBytes int32
 	}
 	for ti, t := range req.Topics {
 		for _, rp := range t.Partitions {
-			fp := fetchPart{topic: t.Topic, partition: rp.Partition, info: replica.ReadInfo{HighWatermark: -1, LogStartOffset: -1}}
+			fp := fetchPart{topic: t.Topic, partition: rp.Partition, info: replica.ReadInfo{HighWatermark: -1, LastStableOffset: -1, LogStartOffset: -1}}
 			if denied != nil && denied[ti] {
 				fp.err = kerr.TopicAuthorizationFailed
 				parts = append(parts, fp)
@@ -203,13 +209,20 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, follower bool, maxBytes int32
 					throttle.sent(fp.region.Len)
 				}
 			} else {
-				fp.region, fp.info, fp.err = p.ReadForConsumer(rp.FetchOffset, int32(limit), rp.CurrentLeaderEpoch, minOne)
+				readCommitted := req.IsolationLevel == 1
+				fp.region, fp.info, fp.err = p.ReadForConsumer(rp.FetchOffset, int32(limit), rp.CurrentLeaderEpoch, minOne, readCommitted)
+				if readCommitted {
+					fp.aborted = []klog.AbortedTxn{}
+					if fp.err == nil && fp.region.Len > 0 {
+						fp.aborted = p.Log().AbortedForFetch(rp.FetchOffset, fp.info.LastStableOffset)
+					}
+				}
 			}
 			if expand != nil {
 				expands = append(expands, isrExpansion{p: p, st: *expand})
 			}
 			if fp.err != nil && errors.Is(fp.err, kerr.OffsetOutOfRange) {
-				fp.info = replica.ReadInfo{HighWatermark: p.HighWatermark(), LogStartOffset: p.Log().LogStartOffset()}
+				fp.info = replica.ReadInfo{HighWatermark: p.HighWatermark(), LastStableOffset: p.Log().LastStableOffset(), LogStartOffset: p.Log().LogStartOffset()}
 			}
 			total += fp.region.Len
 			budget -= fp.region.Len
@@ -288,14 +301,22 @@ func encodeFetch(version int16, parts []fetchPart, throttleMs int32) *protocol.B
 			buf = kbin.AppendInt32(buf, p.partition)
 			buf = kbin.AppendInt16(buf, errorCode(p.err))
 			buf = kbin.AppendInt64(buf, p.info.HighWatermark)
-			buf = kbin.AppendInt64(buf, p.info.HighWatermark) // last_stable_offset: no transactions
+			buf = kbin.AppendInt64(buf, p.info.LastStableOffset)
 			if version >= 5 {
 				buf = kbin.AppendInt64(buf, p.info.LogStartOffset)
 			}
+			// aborted_transactions: null for read_uncommitted
 			if flex {
-				buf = kbin.AppendCompactNullableArrayLen(buf, 0, true) // aborted_transactions: null
+				buf = kbin.AppendCompactNullableArrayLen(buf, len(p.aborted), p.aborted == nil)
 			} else {
-				buf = kbin.AppendNullableArrayLen(buf, 0, true)
+				buf = kbin.AppendNullableArrayLen(buf, len(p.aborted), p.aborted == nil)
+			}
+			for _, a := range p.aborted {
+				buf = kbin.AppendInt64(buf, a.ProducerID)
+				buf = kbin.AppendInt64(buf, a.FirstOffset)
+				if flex {
+					buf = append(buf, 0) // aborted transaction tagged fields
+				}
 			}
 			if version >= 11 {
 				buf = kbin.AppendInt32(buf, -1) // preferred_read_replica

@@ -3,7 +3,8 @@ package broker
 // ListOffsets, key 2, v0-v7.
 //
 // Timestamp -2 is the log start offset, -1 the latest offset a consumer can read
-// (the high watermark), -3 the offset of the record with the largest timestamp
+// (the high watermark; with isolation_level 1, read_committed, the last stable
+// offset, which also bounds the other lookups), -3 the offset of the record with the largest timestamp
 // (KIP-734); any other timestamp finds the first batch whose records reach it, through
 // the time index. Answered by the leader only; current_leader_epoch is checked (KIP-320).
 
@@ -34,7 +35,7 @@ func handleListOffsets(b *Broker, rc *reqCtx, r kmsg.Request, respond func(proto
 				rt.Partitions = append(rt.Partitions, out)
 				continue
 			}
-			offset, ts, epoch, err := b.listOffset(t.Topic, rp, req.ReplicaID)
+			offset, ts, epoch, err := b.listOffset(t.Topic, rp, req.ReplicaID, req.IsolationLevel == 1)
 			if err != nil {
 				out.ErrorCode = errorCode(err)
 			} else {
@@ -50,7 +51,7 @@ func handleListOffsets(b *Broker, rc *reqCtx, r kmsg.Request, respond func(proto
 	respond(protocol.Response{Msg: resp})
 }
 
-func (b *Broker) listOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartition, replicaID int32) (int64, int64, int32, error) {
+func (b *Broker) listOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartition, replicaID int32, readCommitted bool) (int64, int64, int32, error) {
 	p, err := b.leaderPartition(topic, rp.Partition)
 	if err != nil {
 		return 0, 0, 0, err
@@ -66,6 +67,9 @@ func (b *Broker) listOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartiti
 	}
 	l := p.Log()
 	hw := l.HighWatermark()
+	if readCommitted {
+		hw = min(hw, l.LastStableOffset())
+	}
 	switch rp.Timestamp {
 	case -2:
 		return l.LogStartOffset(), -1, st.LeaderEpoch, nil

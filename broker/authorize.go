@@ -155,6 +155,7 @@ var clusterGates = map[int16]clusterGate{
 		resp.ErrorCode = clusterAuthFailed
 		return resp
 	}},
+	27: markerGate(),
 	// DescribeLogDirs: Kafka answers an unauthorized client with no directory.
 	35: {acl.OpDescribe, func(r kmsg.Request) kmsg.Response { return r.ResponseKind() }},
 	43: {acl.OpAlter, func(r kmsg.Request) kmsg.Response {

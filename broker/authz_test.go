@@ -341,6 +341,27 @@ func TestAuthorizerInterBrokerAPIs(t *testing.T) {
 	if code := fr.Topics[0].Partitions[0].ErrorCode; code != kerr.TopicAuthorizationFailed.Code {
 		t.Fatalf("follower fetch from a client: %v", kerr.ErrorForCode(code))
 	}
+	// Transaction markers come only from brokers.
+	wm := kmsg.NewPtrWriteTxnMarkersRequest()
+	wm.Markers = []kmsg.WriteTxnMarkersRequestMarker{{ProducerID: 1, Committed: true, Topics: []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: "t", Partitions: []int32{0}}}}}
+	wr, err := wm.RequestWith(ctx, bob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := wr.Markers[0].Topics[0].Partitions[0].ErrorCode; code != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("WriteTxnMarkers from a client: %v", kerr.ErrorForCode(code))
+	}
+	// A transactional offset commit needs WRITE on the transactional id.
+	tc := kmsg.NewPtrTxnOffsetCommitRequest()
+	tc.TransactionalID, tc.Group, tc.ProducerID, tc.Generation = "tx", "g", 1, -1
+	tc.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}}}
+	tr, err := tc.RequestWith(ctx, bob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := tr.Topics[0].Partitions[0].ErrorCode; code != kerr.TransactionalIDAuthorizationFailed.Code {
+		t.Fatalf("TxnOffsetCommit without WRITE on the transactional id: %v", kerr.ErrorForCode(code))
+	}
 	// Elections and reassignments need ALTER on the cluster.
 	el := kmsg.NewPtrElectLeadersRequest()
 	er, err := el.RequestWith(ctx, bob)

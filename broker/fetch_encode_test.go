@@ -33,13 +33,15 @@ func TestEncodeFetchMatchesKmsg(t *testing.T) {
 		err      error
 		hw, ls   int64
 		pos, len int64
+		lso      int64
+		aborted  []klog.AbortedTxn // nil: read_uncommitted
 	}{
-		{"a", 0, nil, 10, 0, 0, 100},
-		{"a", 1, nil, 11, 2, 0, 0},
-		{"a", 2, kerr.NotLeaderForPartition, -1, -1, 0, 0},
-		{"bb", 0, errors.Join(errors.New("x"), kerr.OffsetOutOfRange), 5, 3, 0, 0},
-		{"a", 3, nil, 12, 1, 100, 200},
-		{"ccc", 7, nil, 99, 0, 10, 290},
+		{"a", 0, nil, 10, 0, 0, 100, 10, nil},
+		{"a", 1, nil, 11, 2, 0, 0, 4, []klog.AbortedTxn{}},
+		{"a", 2, kerr.NotLeaderForPartition, -1, -1, 0, 0, -1, nil},
+		{"bb", 0, errors.Join(errors.New("x"), kerr.OffsetOutOfRange), 5, 3, 0, 0, 5, nil},
+		{"a", 3, nil, 12, 1, 100, 200, 9, []klog.AbortedTxn{{ProducerID: 7, FirstOffset: 2}, {ProducerID: 1 << 40, FirstOffset: 8}}},
+		{"ccc", 7, nil, 99, 0, 10, 290, 99, nil},
 	}
 	for v := int16(4); v <= 12; v++ {
 		var parts []fetchPart
@@ -47,8 +49,9 @@ func TestEncodeFetchMatchesKmsg(t *testing.T) {
 		want.Version = v
 		for _, in := range ins {
 			parts = append(parts, fetchPart{topic: in.topic, partition: in.part, err: in.err,
-				info:   replica.ReadInfo{HighWatermark: in.hw, LogStartOffset: in.ls},
-				region: klog.Region{File: f, Pos: in.pos, Len: in.len}})
+				info:    replica.ReadInfo{HighWatermark: in.hw, LastStableOffset: in.lso, LogStartOffset: in.ls},
+				region:  klog.Region{File: f, Pos: in.pos, Len: in.len},
+				aborted: in.aborted})
 			if len(want.Topics) == 0 || want.Topics[len(want.Topics)-1].Topic != in.topic {
 				rt := kmsg.NewFetchResponseTopic()
 				rt.Topic = in.topic
@@ -58,7 +61,15 @@ func TestEncodeFetchMatchesKmsg(t *testing.T) {
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = in.part
 			rp.ErrorCode = errorCode(in.err)
-			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = in.hw, in.hw, in.ls
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = in.hw, in.lso, in.ls
+			if in.aborted != nil {
+				rp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+				for _, a := range in.aborted {
+					at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+					at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+					rp.AbortedTransactions = append(rp.AbortedTransactions, at)
+				}
+			}
 			rp.PreferredReadReplica = -1
 			rp.RecordBatches = append([]byte{}, data[in.pos:in.pos+in.len]...)
 			rt.Partitions = append(rt.Partitions, rp)

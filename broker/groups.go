@@ -8,6 +8,7 @@ import (
 
 	"github.com/ktoolhq/ktool/broker/group"
 	"github.com/ktoolhq/ktool/broker/replica"
+	klog "github.com/ktoolhq/ktool/broker/log"
 	"github.com/ktoolhq/ktool/internal/batch"
 	"github.com/ktoolhq/ktool/internal/zkdata"
 )
@@ -71,12 +72,17 @@ func (b *Broker) onStopReplica(tp replica.TP) {
 // offsetsLog gives the group coordinator the __consumer_offsets partitions.
 type offsetsLog struct{ b *Broker }
 
-func (o offsetsLog) Append(ctx context.Context, partition int32, batch []byte) (int64, error) {
+func (o offsetsLog) Append(ctx context.Context, partition int32, records []byte) (int64, error) {
 	p, err := o.b.leaderPartition(offsetsTopic, partition)
 	if err != nil {
 		return -1, err
 	}
-	res, err := p.AppendAsLeader(batch, -1)
+	var res klog.AppendResult
+	if h, herr := batch.ParseHeader(records); herr == nil && h.ProducerID >= 0 {
+		res, err = p.AppendAsCoordinator(records)
+	} else {
+		res, err = p.AppendAsLeader(records, -1)
+	}
 	if err != nil {
 		return -1, err
 	}

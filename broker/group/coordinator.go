@@ -16,8 +16,9 @@ import (
 // OffsetsLog is implemented by the broker over the __consumer_offsets partitions.
 type OffsetsLog interface {
 	// Append appends one magic-v2 record batch built by the coordinator
-	// (uncompressed, producer id -1) to partition p as the leader and waits for
-	// the ISR (acks=all). It returns the base offset, or a kerr error such as
+	// (uncompressed; producer id -1, or a transactional batch of a producer
+	// for TxnOffsetCommit, whose sequence is not checked) to partition p as
+	// the leader and waits for the ISR (acks=all). It returns the base offset, or a kerr error such as
 	// kerr.NotLeaderForPartition, NotEnoughReplicas or RequestTimedOut.
 	Append(ctx context.Context, partition int32, batch []byte) (int64, error)
 	// Scan calls fn with each raw record batch (magic v2, possibly compressed)

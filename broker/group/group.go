@@ -111,6 +111,9 @@ type group struct {
 	awaitingJoin int
 	seq          uint64
 	offsets      map[topicPartition]offsetEntry
+	// pendingTxn holds transactional offset commits by producer id until
+	// the producer's marker (txn.go).
+	pendingTxn map[int64]map[topicPartition]pendingOffset
 	// subscribed is the union of the consumer members' topics for the current
 	// generation; nil when unknown (not a consumer group, or unparsable metadata).
 	subscribed map[string]bool

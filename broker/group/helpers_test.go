@@ -37,7 +37,7 @@ func (l *memLog) Append(ctx context.Context, p int32, b []byte) (int64, error) {
 	if err != nil {
 		return -1, err
 	}
-	if h.Size() != int64(len(b)) || h.ProducerID != -1 || h.Compression() != 0 {
+	if h.Size() != int64(len(b)) || (h.ProducerID != -1) != h.Transactional() || h.Compression() != 0 {
 		return -1, errors.New("memLog: unexpected batch header")
 	}
 	l.mu.Lock()

@@ -151,7 +151,7 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 					topics = append(topics, kmsg.OffsetFetchRequestTopic{Topic: t.Topic, Partitions: t.Partitions})
 				}
 			}
-			code, res := c.fetchOffsets(rg.Group, topics)
+			code, res := c.fetchOffsets(rg.Group, topics, req.RequireStable)
 			g := kmsg.NewOffsetFetchResponseGroup()
 			g.Group, g.ErrorCode = rg.Group, code
 			for _, t := range res {
@@ -173,7 +173,7 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 	if req.GetVersion() < 2 && topics == nil {
 		topics = []kmsg.OffsetFetchRequestTopic{}
 	}
-	code, res := c.fetchOffsets(req.Group, topics)
+	code, res := c.fetchOffsets(req.Group, topics, req.RequireStable)
 	resp.Topics = res
 	if req.GetVersion() >= 2 {
 		resp.ErrorCode = code
@@ -197,16 +197,22 @@ func noOffset(partition int32) kmsg.OffsetFetchResponseTopicPartition {
 }
 
 // fetchOffsets answers for one group; topics nil means every committed offset.
-// On error the requested partitions are listed with offset -1.
-func (c *Coordinator) fetchOffsets(id string, topics []kmsg.OffsetFetchRequestTopic) (int16, []kmsg.OffsetFetchResponseTopic) {
+// On error the requested partitions are listed with offset -1. With
+// requireStable (KIP-447) a partition with a pending transactional commit is
+// UNSTABLE_OFFSET_COMMIT, which the consumer retries.
+func (c *Coordinator) fetchOffsets(id string, topics []kmsg.OffsetFetchRequestTopic, requireStable bool) (int16, []kmsg.OffsetFetchResponseTopic) {
 	var out []kmsg.OffsetFetchResponseTopic
+	var g *group
+	unstable := func(tp topicPartition) bool { return requireStable && g != nil && g.hasPending(tp) }
 	requested := func(lookup func(tp topicPartition) (offsetEntry, bool)) {
 		for _, t := range topics {
 			rt := kmsg.NewOffsetFetchResponseTopic()
 			rt.Topic = t.Topic
 			for _, p := range t.Partitions {
 				rp := noOffset(p)
-				if e, ok := lookup(topicPartition{t.Topic, p}); ok {
+				if unstable(topicPartition{t.Topic, p}) {
+					rp.ErrorCode = kerr.UnstableOffsetCommit.Code
+				} else if e, ok := lookup(topicPartition{t.Topic, p}); ok {
 					rp.Offset, rp.LeaderEpoch = e.offset, e.leaderEpoch
 					md := e.metadata
 					rp.Metadata = &md
@@ -224,7 +230,7 @@ func (c *Coordinator) fetchOffsets(id string, topics []kmsg.OffsetFetchRequestTo
 			requested(none)
 			return
 		}
-		g := s.groups[id]
+		g = s.groups[id]
 		if g == nil {
 			requested(none)
 			return
@@ -254,9 +260,13 @@ func (c *Coordinator) fetchOffsets(id string, topics []kmsg.OffsetFetchRequestTo
 			}
 			e := g.offsets[tp]
 			rp := noOffset(tp.partition)
-			rp.Offset, rp.LeaderEpoch = e.offset, e.leaderEpoch
-			md := e.metadata
-			rp.Metadata = &md
+			if unstable(tp) {
+				rp.ErrorCode = kerr.UnstableOffsetCommit.Code
+			} else {
+				rp.Offset, rp.LeaderEpoch = e.offset, e.leaderEpoch
+				md := e.metadata
+				rp.Metadata = &md
+			}
 			out[len(out)-1].Partitions = append(out[len(out)-1].Partitions, rp)
 		}
 	})

@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ktoolhq/ktool/internal/batch"
 )
 
 type shardStatus int8
@@ -32,6 +34,11 @@ type shard struct {
 	cancel context.CancelFunc
 	groups map[string]*group
 	w      *writer
+	// txnGroups lists, by producer id, the groups holding its pending
+	// transactional offset commits; lateTxn the markers reported while
+	// loading (txn.go).
+	txnGroups map[int64]map[string]bool
+	lateTxn   []txnCompletion
 }
 
 // outbox collects answers made under the shard lock, sent once it is released
@@ -85,6 +92,7 @@ func (s *shard) resign() {
 		}
 		s.groups = nil
 		s.w = nil
+		s.txnGroups, s.lateTxn = nil, nil
 	})
 }
 
@@ -113,10 +121,14 @@ func (s *shard) load(ctx context.Context, term uint64) {
 	backoff := 100 * time.Millisecond
 	for {
 		st = newLoadState()
-		err := s.c.cfg.Log.Scan(ctx, s.id, func(batch []byte) error {
+		err := s.c.cfg.Log.Scan(ctx, s.id, func(b []byte) error {
 			// A batch this coordinator cannot read is skipped, not fatal: failing
 			// the load would leave every group of the partition unavailable.
-			if err := readBatch(ctx, s.c.cfg.Codecs, batch, st.apply); err != nil {
+			read := func() error { return readBatch(ctx, s.c.cfg.Codecs, b, st.apply) }
+			if h, err := batch.ParseHeader(b); err == nil && h.Transactional() && h.ProducerID >= 0 {
+				read = func() error { return st.applyTxnBatch(ctx, s.c.cfg.Codecs, b) }
+			}
+			if err := read(); err != nil {
 				st.bad++
 				st.lastErr = err
 			}
@@ -146,6 +158,9 @@ func (s *shard) load(ctx context.Context, term uint64) {
 		}
 		loaded = true
 		s.groups = st.build(s.now())
+		s.txnGroups = nil
+		s.installPending(st, s.lateTxn)
+		s.lateTxn = nil
 		s.status = shardActive
 		s.w = newWriter(s, ctx)
 		s.c.wg.Add(1)
@@ -177,13 +192,17 @@ func (s *shard) load(ctx context.Context, term uint64) {
 type loadState struct {
 	offsets map[string]map[topicPartition]offsetEntry
 	meta    map[string]*kmsg.GroupMetadataValue
+	// pending holds transactional commits awaiting their marker:
+	// producer id -> group -> partition.
+	pending map[int64]map[string]map[topicPartition]pendingOffset
 	skipped int // records of kinds this coordinator does not know
 	bad     int // batches or records that failed to decode
 	lastErr error
 }
 
 func newLoadState() *loadState {
-	return &loadState{offsets: map[string]map[topicPartition]offsetEntry{}, meta: map[string]*kmsg.GroupMetadataValue{}}
+	return &loadState{offsets: map[string]map[topicPartition]offsetEntry{}, meta: map[string]*kmsg.GroupMetadataValue{},
+		pending: map[int64]map[string]map[topicPartition]pendingOffset{}}
 }
 
 func (st *loadState) apply(_ int64, key, value []byte) error {
@@ -279,7 +298,9 @@ func (st *loadState) build(now time.Time) map[string]*group {
 // writeReq is records to append together with what to do once they are durable.
 type writeReq struct {
 	recs []record
-	done func(base int64, err error)
+	// producer, when set, makes recs a transactional batch of their own.
+	producer *txnProducer
+	done     func(base int64, err error)
 }
 
 // writer appends a shard's records in submission order, one append at a time,
@@ -320,6 +341,12 @@ func (w *writer) take() []*writeReq {
 	defer w.mu.Unlock()
 	n, size := 0, 0
 	for n < len(w.queue) {
+		if w.queue[n].producer != nil {
+			if n == 0 {
+				n = 1
+			}
+			break
+		}
 		req := 0
 		for _, r := range w.queue[n].recs {
 			req += len(r.key) + len(r.value) + recordOverhead
@@ -358,7 +385,11 @@ func (w *writer) run() {
 		for _, r := range reqs {
 			recs = append(recs, r.recs...)
 		}
-		base, err := w.s.c.cfg.Log.Append(w.ctx, w.s.id, buildBatch(recs, w.s.now()))
+		b := buildBatch(recs, w.s.now())
+		if p := reqs[0].producer; p != nil {
+			b = buildTxnBatch(recs, w.s.now(), *p)
+		}
+		base, err := w.s.c.cfg.Log.Append(w.ctx, w.s.id, b)
 		if err != nil {
 			w.s.c.logger.Warn("group coordinator: appending to __consumer_offsets failed",
 				"partition", w.s.id, "records", len(recs), "error", err)

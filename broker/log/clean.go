@@ -545,6 +545,9 @@ func (l *Log) swapIn(p *cleanPlan, outs []cleanedOut, end int64) (bool, error) {
 	for s := range replaced {
 		s.files.release()
 	}
+	if err := l.syncTxnIndexFiles(); err != nil {
+		return true, err
+	}
 	return true, l.writeCheckpointsLocked()
 }
 

@@ -251,6 +251,18 @@ func (l *Log) TxnVerificationToken(pid int64, epoch int16) (int64, bool) {
 // verified confirms it and no marker for the producer landed since its token.
 // With verified nil such a batch starts a transaction unverified.
 func (l *Log) AppendAsLeaderTxn(records []byte, leaderEpoch int32, verified *TxnVerification) (AppendResult, error) {
+	return l.appendAsLeader(records, leaderEpoch, verified, false)
+}
+
+// AppendAsCoordinator appends a batch a coordinator built (the group
+// coordinator's transactional offset commits): like AppendAsLeader, but
+// sequence numbers are not checked, as Kafka does for its coordinators'
+// appends; producer epochs and the transaction rules are.
+func (l *Log) AppendAsCoordinator(records []byte, leaderEpoch int32) (AppendResult, error) {
+	return l.appendAsLeader(records, leaderEpoch, nil, true)
+}
+
+func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, verified *TxnVerification, coordinator bool) (AppendResult, error) {
 	var verify func(e *producerEntry) bool
 	if verified != nil {
 		verify = func(e *producerEntry) bool {
@@ -307,7 +319,14 @@ func (l *Log) AppendAsLeaderTxn(records []byte, leaderEpoch int32, verified *Txn
 		if !ok {
 			e = l.producers.m[h.ProducerID]
 		}
-		dup, err := checkProducerBatch(e, *h, leo == 0)
+		var dup *producerBatch
+		if coordinator {
+			if e != nil && h.ProducerEpoch < e.epoch {
+				err = fmt.Errorf("producer %d epoch %d is older than %d: %w", h.ProducerID, h.ProducerEpoch, e.epoch, kerr.InvalidProducerEpoch)
+			}
+		} else {
+			dup, err = checkProducerBatch(e, *h, leo == 0)
+		}
 		if err != nil {
 			return AppendResult{}, err
 		}

@@ -94,6 +94,20 @@ func (l *Log) AbortedTxns(from, upper int64) []AbortedTxn {
 	return out
 }
 
+// AbortedForFetch lists the aborted transactions a read_committed fetch at
+// from needs, the data returned being below lso: Read returns batches of one
+// segment, so the segment after the one holding from bounds the range too
+// (one more is taken, for a segment the cleaner emptied).
+func (l *Log) AbortedForFetch(from, lso int64) []AbortedTxn {
+	l.mu.Lock()
+	upper := lso
+	if i := l.segmentFor(from) + 2; i < len(l.segs) {
+		upper = min(upper, l.segs[i].base)
+	}
+	l.mu.Unlock()
+	return l.AbortedTxns(from, upper)
+}
+
 // LastStableOffset is the offset below which every transaction is decided:
 // the first offset of the oldest open transaction, or the high watermark if
 // that is smaller (or no transaction is open).

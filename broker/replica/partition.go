@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	klog "github.com/ktoolhq/ktool/broker/log"
+	"github.com/ktoolhq/ktool/internal/batch"
 )
 
 // State is a partition's leadership as the controller decided it.
@@ -187,6 +188,26 @@ func (p *Partition) LastOffsetForLeaderEpoch(currentEpoch, epoch int32) (int32, 
 // AppendAsLeader appends a produce request's records. acks=-1 is refused up front
 // when the ISR is smaller than min.insync.replicas.
 func (p *Partition) AppendAsLeader(records []byte, acks int16) (klog.AppendResult, error) {
+	return p.AppendAsLeaderTxn(records, acks, nil)
+}
+
+// AppendAsLeaderTxn is AppendAsLeader with the coordinator's verification of
+// a transactional batch that opens a transaction (klog.Log.AppendAsLeaderTxn).
+func (p *Partition) AppendAsLeaderTxn(records []byte, acks int16, verified *klog.TxnVerification) (klog.AppendResult, error) {
+	return p.appendAsLeader(acks, func(epoch int32) (klog.AppendResult, error) {
+		return p.log.AppendAsLeaderTxn(records, epoch, verified)
+	})
+}
+
+// AppendAsCoordinator appends a batch the group coordinator built, with
+// acks=all (klog.Log.AppendAsCoordinator).
+func (p *Partition) AppendAsCoordinator(records []byte) (klog.AppendResult, error) {
+	return p.appendAsLeader(-1, func(epoch int32) (klog.AppendResult, error) {
+		return p.log.AppendAsCoordinator(records, epoch)
+	})
+}
+
+func (p *Partition) appendAsLeader(acks int16, appendFn func(epoch int32) (klog.AppendResult, error)) (klog.AppendResult, error) {
 	p.mu.Lock()
 	if !p.leader {
 		p.mu.Unlock()
@@ -197,7 +218,7 @@ func (p *Partition) AppendAsLeader(records []byte, acks int16) (klog.AppendResul
 		return klog.AppendResult{}, kerr.NotEnoughReplicas
 	}
 	epoch := p.state.LeaderEpoch
-	res, err := p.log.AppendAsLeader(records, epoch)
+	res, err := appendFn(epoch)
 	if err != nil {
 		p.mu.Unlock()
 		return res, err
@@ -208,6 +229,32 @@ func (p *Partition) AppendAsLeader(records []byte, acks int16) (klog.AppendResul
 	p.mu.Unlock()
 	p.replicaW.wakeAll()
 	return res, nil
+}
+
+// AppendMarker appends a transaction marker as leader (WriteTxnMarkers), with
+// the ISR checked against min.insync.replicas first as for acks=all. The
+// caller waits for WaitReplicated past the result's LastOffset.
+func (p *Partition) AppendMarker(pid int64, epoch int16, m batch.Marker) (klog.AppendResult, error) {
+	p.mu.Lock()
+	if !p.leader {
+		p.mu.Unlock()
+		return klog.AppendResult{}, kerr.NotLeaderForPartition
+	}
+	if len(p.state.ISR) < p.minISR {
+		p.mu.Unlock()
+		return klog.AppendResult{}, kerr.NotEnoughReplicas
+	}
+	res, err := p.log.AppendMarker(pid, epoch, m, p.state.LeaderEpoch)
+	if err != nil && res.NumRecords == 0 {
+		p.mu.Unlock()
+		return res, err
+	}
+	p.maybeAdvanceHWLocked()
+	p.mu.Unlock()
+	p.replicaW.wakeAll()
+	// The last stable offset may have moved below the high watermark.
+	p.consumerW.wakeAll()
+	return res, err
 }
 
 // WaitReplicated blocks until the high watermark passes offset (acks=all), the
@@ -283,13 +330,15 @@ func (p *Partition) WatchLEO(w *Waiter) { p.replicaW.add(w) }
 
 // ReadInfo is what a fetch needs besides the records.
 type ReadInfo struct {
-	HighWatermark  int64
-	LogStartOffset int64
-	LogEndOffset   int64
+	HighWatermark    int64
+	LastStableOffset int64
+	LogStartOffset   int64
+	LogEndOffset     int64
 }
 
-// ReadForConsumer reads committed records (below the high watermark) at offset.
-func (p *Partition) ReadForConsumer(offset int64, maxBytes int32, currentEpoch int32, minOne bool) (klog.Region, ReadInfo, error) {
+// ReadForConsumer reads committed records (below the high watermark) at
+// offset; with readCommitted only below the last stable offset.
+func (p *Partition) ReadForConsumer(offset int64, maxBytes int32, currentEpoch int32, minOne, readCommitted bool) (klog.Region, ReadInfo, error) {
 	p.mu.Lock()
 	if !p.leader {
 		p.mu.Unlock()
@@ -300,12 +349,17 @@ func (p *Partition) ReadForConsumer(offset int64, maxBytes int32, currentEpoch i
 		return klog.Region{}, ReadInfo{}, err
 	}
 	p.mu.Unlock()
-	info := ReadInfo{HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
-	if offset > info.HighWatermark && offset <= info.LogEndOffset {
-		// Uncommitted but existing: nothing to return yet, not out of range.
+	info := ReadInfo{LastStableOffset: p.log.LastStableOffset(), HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
+	info.LastStableOffset = min(info.LastStableOffset, info.HighWatermark)
+	upper := info.HighWatermark
+	if readCommitted {
+		upper = info.LastStableOffset
+	}
+	if offset > upper && offset <= info.LogEndOffset {
+		// Uncommitted (or undecided) but existing: nothing to return yet, not out of range.
 		return klog.Region{}, info, nil
 	}
-	r, err := p.log.Read(offset, maxBytes, info.HighWatermark, minOne)
+	r, err := p.log.Read(offset, maxBytes, upper, minOne)
 	return r, info, err
 }
 
@@ -349,7 +403,7 @@ func (p *Partition) ReadForFollower(replica int32, offset int64, maxBytes int32,
 	}
 	p.maybeAdvanceHWLocked()
 	p.mu.Unlock()
-	info := ReadInfo{HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: leo}
+	info := ReadInfo{HighWatermark: p.log.HighWatermark(), LastStableOffset: p.log.LastStableOffset(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: leo}
 	r, err := p.log.Read(offset, maxBytes, leo, minOne)
 	return r, info, expand, err
 }
