@@ -7,8 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/ktoolhq/ktool/broker/group"
-	"github.com/ktoolhq/ktool/broker/replica"
 	klog "github.com/ktoolhq/ktool/broker/log"
+	"github.com/ktoolhq/ktool/broker/replica"
 	"github.com/ktoolhq/ktool/internal/batch"
 	"github.com/ktoolhq/ktool/internal/zkdata"
 )
