@@ -22,6 +22,7 @@ import (
 	"github.com/ktoolhq/ktool/tools/quota"
 	"github.com/ktoolhq/ktool/tools/reassign"
 	"github.com/ktoolhq/ktool/tools/topic"
+	"github.com/ktoolhq/ktool/tools/txn"
 	"github.com/ktoolhq/ktool/tools/ui"
 	"github.com/ktoolhq/ktool/tools/user"
 	versioncmd "github.com/ktoolhq/ktool/tools/version"
@@ -62,6 +63,7 @@ groups, console produce and consume, and performance tests.`,
 		plugincmd.NewCommand(f),
 		plugincmd.NewServeCommand(f),
 		logdump.NewCommand(f),
+		txn.NewCommand(f),
 		offsets.NewCommand(f, nil),
 		apiversions.NewCommand(f, nil),
 		configs.NewCommand(f),
