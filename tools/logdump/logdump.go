@@ -35,7 +35,9 @@ type DumpOptions struct {
 	VerifyIndex bool
 	// OffsetsDecoder reads records as __consumer_offsets records (implies Records).
 	OffsetsDecoder bool
-	PluginDir      string
+	// TransactionDecoder reads records as __transaction_state records (implies Records).
+	TransactionDecoder bool
+	PluginDir          string
 }
 
 // NewDumpCommand returns `ktool log dump PATH...`.
@@ -55,7 +57,11 @@ reads them as the group coordinator's __consumer_offsets records, like
 kafka-dump-log.sh's option of that name: committed offsets (group, topic,
 partition, offset, leader epoch, metadata, commit time) and group metadata
 (protocol, generation, leader, members with their subscriptions and
-assignments); a record without a value is a deletion.
+assignments); a record without a value is a deletion. --transaction-decoder
+(or Kafka's name, --transaction-log-decoder) reads them as the transaction
+coordinator's __transaction_state records: transactional id, producer id and
+epoch, timeout, state, partitions and timestamps; a record without a value is
+an expired transactional id.
 
 A directory (a partition directory such as orders-0) stands for its .log
 segments in offset order; its other files (snapshots, checkpoints,
@@ -70,7 +76,8 @@ corrupt batches, bad CRCs, index mismatches).`,
   ktool log dump /var/lib/kafka/orders-0/00000000000000000000.log
   ktool log dump --records --verify-index /var/lib/kafka/orders-0/*.log
   ktool log dump /var/lib/kafka/orders-0/00000000000000000000.timeindex -o json
-  ktool log dump --offsets-decoder /var/lib/kafka/__consumer_offsets-7`,
+  ktool log dump --offsets-decoder /var/lib/kafka/__consumer_offsets-7
+  ktool log dump --transaction-decoder /var/lib/kafka/__transaction_state-12`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Paths = args
@@ -86,6 +93,9 @@ corrupt batches, bad CRCs, index mismatches).`,
 	fl := cmd.Flags()
 	fl.BoolVar(&opts.Records, "records", false, "decode every record of .log segments")
 	fl.BoolVar(&opts.OffsetsDecoder, "offsets-decoder", false, "decode records as __consumer_offsets records: committed offsets and group metadata (implies --records)")
+	fl.BoolVar(&opts.TransactionDecoder, "transaction-decoder", false, "decode records as __transaction_state records: transactional ids and their state (implies --records)")
+	fl.BoolVar(&opts.TransactionDecoder, "transaction-log-decoder", false, "kafka-dump-log.sh's name of --transaction-decoder")
+	_ = fl.MarkHidden("transaction-log-decoder")
 	fl.BoolVar(&opts.VerifyIndex, "verify-index", false, "check .index and .timeindex files against their .log segment")
 	fl.StringVar(&opts.PluginDir, "plugin-dir", "", "directory of external codec plugins (env KTOOL_PLUGIN_DIR)")
 	opts.Output.Register(cmd)
@@ -94,7 +104,17 @@ corrupt batches, bad CRCs, index mismatches).`,
 
 func runDump(ctx context.Context, o *DumpOptions) error {
 	var codecs batch.Codecs
-	if o.Records || o.OffsetsDecoder {
+	if o.OffsetsDecoder && o.TransactionDecoder {
+		return cmdutil.Usagef("--offsets-decoder and --transaction-decoder exclude each other")
+	}
+	var dec decoder
+	switch {
+	case o.OffsetsDecoder:
+		dec = decodeOffsetsRecord
+	case o.TransactionDecoder:
+		dec = decodeTxnRecord
+	}
+	if o.Records || dec != nil {
 		cat := plugins.NewCatalog(plugins.Options{Dir: o.PluginDir})
 		defer cat.Close()
 		codecs = cat
@@ -108,7 +128,7 @@ func runDump(ctx context.Context, o *DumpOptions) error {
 	}
 	dumps := make([]FileDump, 0, len(paths))
 	for _, p := range paths {
-		d, err := dumpFile(ctx, p, o.VerifyIndex, codecs, o.OffsetsDecoder)
+		d, err := dumpFile(ctx, p, o.VerifyIndex, codecs, dec)
 		if err != nil {
 			return err
 		}
@@ -128,7 +148,7 @@ func runDump(ctx context.Context, o *DumpOptions) error {
 
 // dumpFile reads one file; with verify it also reads the segment's other
 // files and records their disagreements as problems.
-func dumpFile(ctx context.Context, path string, verify bool, codecs batch.Codecs, offsets bool) (FileDump, error) {
+func dumpFile(ctx context.Context, path string, verify bool, codecs batch.Codecs, dec decoder) (FileDump, error) {
 	kind, base, err := parseName(path)
 	if err != nil {
 		return FileDump{}, err
@@ -136,7 +156,7 @@ func dumpFile(ctx context.Context, path string, verify bool, codecs batch.Codecs
 	var d FileDump
 	switch kind {
 	case kindLog:
-		if d, err = scanLog(ctx, path, base, codecs, offsets); err != nil {
+		if d, err = scanLog(ctx, path, base, codecs, dec); err != nil {
 			return d, fmt.Errorf("reading %s: %w", path, err)
 		}
 	case kindIndex:
@@ -156,7 +176,7 @@ func dumpFile(ctx context.Context, path string, verify bool, codecs batch.Codecs
 	d.IndexChecked = true
 	batches := d.Batches
 	if kind != kindLog {
-		seg, err := scanLog(ctx, sibling(path, kindLog), base, nil, false)
+		seg, err := scanLog(ctx, sibling(path, kindLog), base, nil, nil)
 		if err != nil {
 			return d, fmt.Errorf("reading the segment of %s: %w", path, err)
 		}

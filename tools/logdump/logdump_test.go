@@ -346,3 +346,47 @@ func TestOffsetsDecoder(t *testing.T) {
 		t.Errorf("JSON record 0 decoded as %+v", d)
 	}
 }
+
+// The transaction coordinator's records in __transaction_state, written with
+// Kafka's schemas (kmsg's types), read back by --transaction-decoder and its
+// kafka-dump-log.sh name --transaction-log-decoder.
+func TestTransactionDecoder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "__transaction_state-1")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	key := kmsg.TxnMetadataKey{Version: 0, TransactionalID: "etl-1"}
+	empty := kmsg.TxnMetadataValue{Version: 0, ProducerID: 4000, ProducerEpoch: 2, TimeoutMillis: 60000,
+		State: kmsg.TransactionStateEmpty, LastUpdateTimestamp: 1_700_000_000_000, StartTimestamp: -1}
+	ongoing := kmsg.TxnMetadataValue{Version: 0, ProducerID: 4000, ProducerEpoch: 2, TimeoutMillis: 60000,
+		State: kmsg.TransactionStateOngoing, Topics: []kmsg.TxnMetadataValueTopic{{Topic: "orders", Partitions: []int32{0, 3}}},
+		LastUpdateTimestamp: 1_700_000_000_005, StartTimestamp: 1_700_000_000_004}
+	ts := int64(1_700_000_000_000)
+	data := append(testBatch(t, 0, 0, ts, ts, -1, -1, -1, nil,
+		rec{key: key.AppendTo(nil), value: empty.AppendTo(nil)},
+		rec{key: key.AppendTo(nil), value: ongoing.AppendTo(nil)},
+		rec{key: key.AppendTo(nil), value: nil},
+	), testBatch(t, 3, 0, ts, ts, -1, -1, -1, nil, rec{key: []byte{0, 1, 0}, value: []byte("x")})...)
+	if err := os.WriteFile(filepath.Join(dir, "00000000000000000000.log"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, flag := range []string{"--transaction-decoder", "--transaction-log-decoder"} {
+		out, err := run(t, flag, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{
+			`| offset: 0 CreateTime: 1700000000000 transaction_metadata key: {"version":0,"transactional_id":"etl-1"} payload: {"version":0,"producer_id":4000,"producer_epoch":2,"timeout_ms":60000,"state":"Empty","partitions":[],"last_update_timestamp":1700000000000,"start_timestamp":-1}`,
+			`"state":"Ongoing","partitions":["orders-0","orders-3"],"last_update_timestamp":1700000000005,"start_timestamp":1700000000004}`,
+			`| offset: 2 CreateTime: 1700000000000 transaction_metadata key: {"version":0,"transactional_id":"etl-1"} payload: null`,
+			`| offset: 3 CreateTime: 1700000000000 unknown key: null payload: null error: "key version 1 is not a transaction log key"`,
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s output lacks %s:\n%s", flag, want, out)
+			}
+		}
+	}
+	if _, err := run(t, "--transaction-decoder", "--offsets-decoder", dir); err == nil {
+		t.Error("both decoders accepted")
+	}
+}

@@ -48,7 +48,8 @@ type Record struct {
 	Headers   []Header `json:"headers,omitempty" yaml:"headers,omitempty"`
 	// Control is a control batch's marker type: COMMIT, ABORT or type N.
 	Control string `json:"control,omitempty" yaml:"control,omitempty"`
-	// Decoded is the record read as a __consumer_offsets record (--offsets-decoder).
+	// Decoded is the record read as a __consumer_offsets record
+	// (--offsets-decoder) or a __transaction_state record (--transaction-decoder).
 	Decoded *Decoded `json:"decoded,omitempty" yaml:"decoded,omitempty"`
 }
 

@@ -71,8 +71,8 @@ func show(b Bytes) string {
 	return strconv.Quote(b.Text)
 }
 
-// showDecoded prints a __consumer_offsets record as kafka-dump-log.sh's
-// --offsets-decoder does: the key and the payload as JSON.
+// showDecoded prints an internal topic's record as kafka-dump-log.sh's
+// decoders do: the key and the payload as JSON.
 func showDecoded(d *Decoded) string {
 	key, _ := json.Marshal(d.Key)
 	val := []byte("null")

@@ -65,8 +65,8 @@ func sibling(path, kind string) string {
 
 // scanLog reads a segment batch by batch, never the whole file at once.
 // With codecs set it decodes every record, decompressing through them, and
-// with offsets also reads them as __consumer_offsets records.
-func scanLog(ctx context.Context, path string, base int64, codecs batch.Codecs, offsets bool) (FileDump, error) {
+// with dec also reads them as an internal topic's records.
+func scanLog(ctx context.Context, path string, base int64, codecs batch.Codecs, dec decoder) (FileDump, error) {
 	d := FileDump{Path: path, Kind: kindLog, BaseOffset: base}
 	f, err := os.Open(path)
 	if err != nil {
@@ -121,7 +121,7 @@ func scanLog(ctx context.Context, path string, base int64, codecs batch.Codecs, 
 			d.Problems = append(d.Problems, fmt.Sprintf("batch at offset %d (position %d): CRC mismatch", h.BaseOffset, pos))
 		}
 		if codecs != nil {
-			recs, err := decodeRecords(ctx, b, h, codecs, offsets)
+			recs, err := decodeRecords(ctx, b, h, codecs, dec)
 			if err != nil {
 				d.Problems = append(d.Problems, fmt.Sprintf("batch at offset %d (position %d): records: %v", h.BaseOffset, pos, err))
 			}
@@ -146,7 +146,7 @@ func batchOf(h batch.Header, pos int64, crcValid bool) Batch {
 	}
 }
 
-func decodeRecords(ctx context.Context, b []byte, h batch.Header, codecs batch.Codecs, offsets bool) ([]Record, error) {
+func decodeRecords(ctx context.Context, b []byte, h batch.Header, codecs batch.Codecs, dec decoder) ([]Record, error) {
 	var out []Record
 	err := batch.Records(ctx, codecs, h, b, codec.MaxDecompressed, func(br batch.Record) error {
 		r := Record{
@@ -158,8 +158,8 @@ func decodeRecords(ctx context.Context, b []byte, h batch.Header, codecs batch.C
 		}
 		if h.Control() {
 			r.Control = controlType(br.Key)
-		} else if offsets {
-			r.Decoded = decodeOffsetsRecord(br.Key, br.Value)
+		} else if dec != nil {
+			r.Decoded = dec(br.Key, br.Value)
 		}
 		for _, hd := range br.Headers() {
 			r.Headers = append(r.Headers, Header{Key: hd.Key, Value: bytesOf(hd.Value)})
