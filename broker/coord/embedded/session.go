@@ -313,6 +313,10 @@ func (c *session) DeleteAll(ctx context.Context, path string) error {
 // Multi checks each op against the tree as changed by the ops before it,
 // then commits all of them as one transaction.
 func (c *session) Multi(ctx context.Context, ops ...coord.Op) error {
+	// The same limit as a ZooKeeper server's, so code that works here works there.
+	if err := coord.CheckMultiSize(ops, 0); err != nil {
+		return err
+	}
 	if err := c.lock(ctx); err != nil {
 		return err
 	}

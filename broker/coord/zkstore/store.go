@@ -434,6 +434,9 @@ func (s *store) Multi(ctx context.Context, ops ...coord.Op) error {
 	if len(ops) == 0 {
 		return s.check(ctx)
 	}
+	if err := coord.CheckMultiSize(ops, len(s.chroot)); err != nil {
+		return err
+	}
 	reqs := make([]any, len(ops))
 	for i, op := range ops {
 		var err error

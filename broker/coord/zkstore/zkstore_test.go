@@ -6,12 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/ktoolhq/ktool/broker/coord"
 	"github.com/ktoolhq/ktool/broker/coord/coordtest"
@@ -326,5 +330,104 @@ func TestServerRestartKeepsSession(t *testing.T) {
 	case <-s.Expired():
 		t.Fatal("session expired across a quick restart")
 	default:
+	}
+}
+
+// multiAt builds check ops on existing znodes whose multi request is exactly
+// size bytes under chroot: checks of /big, and one of a znode whose name
+// length makes up the rest (created here).
+func multiAt(t *testing.T, ctx context.Context, s coord.Store, chroot string, size int) []coord.Op {
+	t.Helper()
+	var ops []coord.Op
+	for coord.MultiBytes(ops, len(chroot))+coord.OpBytes(coord.CheckOp("/big", -1), len(chroot))+300 < size {
+		ops = append(ops, coord.CheckOp("/big", -1))
+	}
+	pad := "/p"
+	last := coord.CheckOp(pad, -1)
+	for coord.MultiBytes(append(ops, last), len(chroot)) < size {
+		pad += "x"
+		last = coord.CheckOp(pad, -1)
+	}
+	if _, err := s.Create(ctx, pad, nil, coord.Persistent); err != nil && !errors.Is(err, coord.ErrNodeExists) {
+		t.Fatal(err)
+	}
+	ops = append(ops, last)
+	if got := coord.MultiBytes(ops, len(chroot)); got != size {
+		t.Fatalf("built a multi of %d bytes, want %d", got, size)
+	}
+	return ops
+}
+
+// TestMultiAtJuteMaxBuffer checks the size accounting against a real
+// server: a multi of exactly jute.maxbuffer bytes is applied; one byte more
+// is refused by the store before it is sent (sent anyway, the server drops
+// the connection); and SplitMulti cuts a set of writes far above the limit
+// into multis that all go through.
+func TestMultiAtJuteMaxBuffer(t *testing.T) {
+	srv := zktest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const chroot = "/jute"
+	// A session timeout long enough for megabyte requests on a loaded machine.
+	conn, err := NewConnector(srv.Addr()+chroot, 30*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := conn.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Create(ctx, "/big", nil, coord.Persistent); err != nil {
+		t.Fatal(err)
+	}
+
+	at := multiAt(t, ctx, s, chroot, coord.MaxRequestBytes)
+	if err := s.Multi(ctx, at...); err != nil {
+		t.Fatalf("multi of exactly %d bytes: %v", coord.MaxRequestBytes, err)
+	}
+	over := multiAt(t, ctx, s, chroot, coord.MaxRequestBytes+1)
+	if err := s.Multi(ctx, over...); !errors.Is(err, coord.ErrRequestTooLarge) {
+		t.Fatalf("multi of %d bytes: %v, want ErrRequestTooLarge", coord.MaxRequestBytes+1, err)
+	}
+	// The store's limit is the server's: sent raw, the same request is not applied.
+	raw, _, err := zk.Connect([]string{srv.Addr()}, 30*time.Second, zk.WithLogger(slogAdapter{slog.New(slog.DiscardHandler)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	reqs := make([]any, len(over))
+	for i, op := range over {
+		reqs[i] = &zk.CheckVersionRequest{Path: chroot + op.Path, Version: -1}
+	}
+	if _, err := raw.Multi(reqs...); err == nil {
+		t.Fatalf("the server applied a multi of %d bytes", coord.MaxRequestBytes+1)
+	}
+
+	// 3,000 znodes of 600 bytes each (about 2 MiB of writes) in parts.
+	fence := []coord.Op{coord.CheckOp("/big", 0)}
+	var ops []coord.Op
+	var groups []int
+	data := []byte(strings.Repeat("d", 600))
+	if _, err := s.Create(ctx, "/many", nil, coord.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3000 {
+		ops = append(ops, coord.CreateOp(fmt.Sprintf("/many/%d", i), nil, coord.Persistent),
+			coord.CreateOp(fmt.Sprintf("/many/%d/state", i), data, coord.Persistent))
+		groups = append(groups, 2)
+	}
+	spans := coord.SplitMulti(fence, ops, groups, coord.MultiBatchBytes, len(chroot))
+	if len(spans) < 4 {
+		t.Fatalf("%d parts for %d bytes of writes", len(spans), coord.MultiBytes(ops, len(chroot)))
+	}
+	for _, sp := range spans {
+		if err := s.Multi(ctx, append(slices.Clone(fence), ops[sp.Start:sp.End]...)...); err != nil {
+			t.Fatalf("part %v: %v", sp, err)
+		}
+	}
+	kids, _, err := s.Children(ctx, "/many")
+	if err != nil || len(kids) != 3000 {
+		t.Fatalf("%d znodes written, err %v", len(kids), err)
 	}
 }
