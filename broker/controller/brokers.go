@@ -132,19 +132,13 @@ func (c *Controller) onBrokersFailed(dead []int32) {
 // whose leader is live (never shrinking it to nothing), as Kafka's controller does
 // for offline replicas, and returns the partitions it changed.
 func (c *Controller) removeDeadFromIsr(tps []TP) []TP {
-	var changed []TP
-	for _, tp := range tps {
-		if c.deleting[tp.Topic] || !c.states[tp].HasState {
-			continue
+	tps = slices.DeleteFunc(slices.Clone(tps), func(tp TP) bool { return c.deleting[tp.Topic] || !c.states[tp].HasState })
+	return c.updateAll(tps, func(_ TP, st *PartitionState) (zkdata.LeaderIsr, bool) {
+		if !st.HasState {
+			return st.LeaderIsr, false
 		}
-		ok := c.update(tp, func(st *PartitionState) (zkdata.LeaderIsr, bool) {
-			return dropDeadFromIsr(*st, c.brokerSet())
-		})
-		if ok {
-			changed = append(changed, tp)
-		}
-	}
-	return changed
+		return dropDeadFromIsr(*st, c.brokerSet())
+	})
 }
 
 func (c *Controller) onBrokersStarted(born []int32) {

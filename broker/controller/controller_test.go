@@ -149,6 +149,12 @@ type cluster struct {
 // starts a controller with cfg.
 func newCluster(t *testing.T, live []int32, topics map[string]map[int32][]int32, cfg Config) *cluster {
 	t.Helper()
+	return newClusterWith(t, live, topics, cfg, nil)
+}
+
+// newClusterWith is newCluster with the controller's store wrapped by wrap.
+func newClusterWith(t *testing.T, live []int32, topics map[string]map[int32][]int32, cfg Config, wrap func(coord.Store) coord.Store) *cluster {
+	t.Helper()
 	srv, err := embedded.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -179,6 +185,9 @@ func newCluster(t *testing.T, live []int32, topics map[string]map[int32][]int32,
 	cfg.Logger = slog.New(cl.logs)
 	if cfg.RequestTimeout == 0 {
 		cfg.RequestTimeout = time.Second
+	}
+	if wrap != nil {
+		store = wrap(store)
 	}
 	cl.c = newController(ctx, cfg, store, epoch, version)
 	cl.c.connect = func(id int32, addr string) peer { return &recordingPeer{r: cl.rec, id: id, address: addr} }

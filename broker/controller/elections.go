@@ -17,36 +17,29 @@ import (
 // a live out-of-sync replica may lead when no ISR member is live. Returns the
 // partitions that changed.
 func (c *Controller) electOffline(tps []TP, forceUnclean bool) []TP {
-	var changed []TP
-	for _, tp := range tps {
-		st := c.states[tp]
-		if c.deleting[tp.Topic] {
-			continue
-		}
+	tps = slices.DeleteFunc(slices.Clone(tps), func(tp TP) bool { return c.deleting[tp.Topic] })
+	changed := c.updateAll(tps, func(tp TP, st *PartitionState) (zkdata.LeaderIsr, bool) {
 		if !st.HasState {
-			if li, ok := initialState(st.Replicas, c.brokerSet()); ok && c.createState(tp, li) {
-				changed = append(changed, tp)
-			}
-			continue
+			return initialState(st.Replicas, c.brokerSet())
 		}
 		unclean := forceUnclean || (c.cfg.Unclean != nil && c.cfg.Unclean(tp.Topic))
-		ok := c.update(tp, func(st *PartitionState) (zkdata.LeaderIsr, bool) {
-			nst, outcome := offlineElection(*st, c.brokerSet(), unclean)
-			switch outcome {
-			case electedUnclean:
-				c.log.Warn("unclean leader election: an out-of-sync replica leads; records may be lost",
-					"partition", tp.String(), "leader", nst.Leader)
-			case wentOffline:
-				c.log.Warn("partition offline: no live in-sync replica", "partition", tp.String(), "isr", nst.ISR)
-			}
-			return nst, outcome != keptLeader
-		})
-		if ok {
-			nst := c.states[tp].LeaderIsr
-			changed = append(changed, tp)
-			c.log.Info("elected leader", "partition", tp.String(), "leader", nst.Leader,
-				"leader_epoch", nst.LeaderEpoch, "isr", nst.ISR)
+		nst, outcome := offlineElection(*st, c.brokerSet(), unclean)
+		switch outcome {
+		case electedUnclean:
+			c.log.Warn("unclean leader election: an out-of-sync replica leads; records may be lost",
+				"partition", tp.String(), "leader", nst.Leader)
+		case wentOffline:
+			c.log.Warn("partition offline: no live in-sync replica", "partition", tp.String(), "isr", nst.ISR)
 		}
+		return nst, outcome != keptLeader
+	})
+	for _, tp := range changed {
+		nst := c.states[tp].LeaderIsr
+		c.log.Debug("elected leader", "partition", tp.String(), "leader", nst.Leader,
+			"leader_epoch", nst.LeaderEpoch, "isr", nst.ISR)
+	}
+	if len(changed) > 0 {
+		c.log.Info("elected leaders", "partitions", len(changed))
 	}
 	return changed
 }
@@ -75,7 +68,7 @@ func (c *Controller) electLeaders(typ ElectionType, tps []TP) map[TP]error {
 		tps = c.allPartitions()
 	}
 	out := map[TP]error{}
-	var changed []TP
+	var changed, preferred []TP
 	for _, tp := range tps {
 		st, ok := c.states[tp]
 		if !ok || c.deleting[tp.Topic] {
@@ -92,17 +85,7 @@ func (c *Controller) electLeaders(typ ElectionType, tps []TP) map[TP]error {
 				out[tp] = err
 				continue
 			}
-			ok := c.update(tp, func(st *PartitionState) (zkdata.LeaderIsr, bool) {
-				nst, err := preferredElection(*st, c.brokerSet())
-				return nst, err == nil
-			})
-			if !ok {
-				out[tp] = kerr.PreferredLeaderNotAvailable
-				continue
-			}
-			c.log.Info("preferred replica elected", "partition", tp.String(), "leader", st.Replicas[0], "leader_epoch", c.states[tp].LeaderEpoch)
-			changed = append(changed, tp)
-			out[tp] = nil
+			preferred = append(preferred, tp)
 		case Unclean:
 			if err := uncleanNeeded(*st, c.brokerSet()); err != nil {
 				out[tp] = err
@@ -119,6 +102,20 @@ func (c *Controller) electLeaders(typ ElectionType, tps []TP) map[TP]error {
 			out[tp] = kerr.InvalidRequest
 		}
 	}
+	elected := c.updateAll(preferred, func(_ TP, st *PartitionState) (zkdata.LeaderIsr, bool) {
+		nst, err := preferredElection(*st, c.brokerSet())
+		return nst, err == nil
+	})
+	for _, tp := range preferred {
+		out[tp] = kerr.PreferredLeaderNotAvailable
+	}
+	for _, tp := range elected {
+		out[tp] = nil
+	}
+	if len(elected) > 0 {
+		c.log.Info("preferred replicas elected", "partitions", len(elected))
+	}
+	changed = append(changed, elected...)
 	c.sendLeaderAndIsr(changed, nil)
 	c.sendUpdateMetadata()
 	c.publish()

@@ -32,36 +32,29 @@ func (c *Controller) controlledShutdown(id int32, epoch int64) ([]TP, error) {
 		return nil, kerr.StaleBrokerEpoch
 	}
 	c.shutting[id] = true
-	var changed, stopFollow []TP
+	var todo, stopFollow []TP
 	for _, tp := range c.allPartitions() {
 		st := c.states[tp]
 		if c.deleting[tp.Topic] || !slices.Contains(st.Replicas, id) || !st.HasState {
 			continue
 		}
-		if st.Leader == id {
-			if len(st.Replicas) == 1 {
-				continue
-			}
-			moved := c.update(tp, func(st *PartitionState) (zkdata.LeaderIsr, bool) {
-				return shutdownMoveLeader(*st, id, c.brokerSet())
-			})
-			if moved {
-				changed = append(changed, tp)
-				// It now follows: stop it, or the new leader would take it back
-				// into the ISR before it exits.
-				stopFollow = append(stopFollow, tp)
-			}
+		if st.Leader == id && len(st.Replicas) == 1 {
 			continue
 		}
-		if slices.Contains(st.ISR, id) && len(st.ISR) > 1 {
-			ok := c.update(tp, func(st *PartitionState) (zkdata.LeaderIsr, bool) {
-				return shutdownLeaveIsr(*st, id)
-			})
-			if ok {
-				changed = append(changed, tp)
-			}
+		todo = append(todo, tp)
+	}
+	changed := c.updateAll(todo, func(_ TP, st *PartitionState) (zkdata.LeaderIsr, bool) {
+		if st.Leader == id {
+			return shutdownMoveLeader(*st, id, c.brokerSet())
 		}
-		stopFollow = append(stopFollow, tp)
+		return shutdownLeaveIsr(*st, id)
+	})
+	for _, tp := range todo {
+		// A partition it led and that moved now has it follow: stop that too, or
+		// the new leader would take it back into the ISR before it exits.
+		if c.states[tp].Leader != id {
+			stopFollow = append(stopFollow, tp)
+		}
 	}
 	var others []int32
 	for b := range c.brokers {

@@ -126,22 +126,24 @@ func (c *Controller) onTopicModified(t string) {
 // onNewPartitions writes the initial state of new partitions: the leader is the
 // first live replica in AR (the preferred replica when it is up), the ISR the live replicas.
 func (c *Controller) onNewPartitions(tps []TP) {
-	var ok []TP
+	var ok, create []TP
 	for _, tp := range tps {
-		st := c.states[tp]
-		if st.HasState {
+		if c.states[tp].HasState {
 			ok = append(ok, tp)
 			continue
 		}
-		li, live := initialState(st.Replicas, c.brokerSet())
-		if !live {
+		if _, live := initialState(c.states[tp].Replicas, c.brokerSet()); !live {
 			c.log.Warn("new partition has no live replica; it stays offline", "partition", tp.String())
 			continue
 		}
-		if c.createState(tp, li) {
-			ok = append(ok, tp)
-		}
+		create = append(create, tp)
 	}
+	ok = append(ok, c.updateAll(create, func(_ TP, st *PartitionState) (zkdata.LeaderIsr, bool) {
+		if st.HasState {
+			return st.LeaderIsr, false
+		}
+		return initialState(st.Replicas, c.brokerSet())
+	})...)
 	c.sendLeaderAndIsrNew(ok)
 	c.sendUpdateMetadata()
 }
