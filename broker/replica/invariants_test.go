@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -321,5 +322,42 @@ func TestUnsettledLaggingFollowerSettledByIsrWrite(t *testing.T) {
 	p.isrWritten(*st, true)
 	if hw := p.HighWatermark(); hw != 10 {
 		t.Fatalf("high watermark %d after the settling write, want 10", hw)
+	}
+}
+
+// Kafka's lag rule: a follower that fetched up to the log end stays in the
+// ISR while the log does not grow, however long ago that fetch was (idle
+// partitions must not shrink because a fetch of thousands of partitions is
+// slow); once the log grows and the follower does not catch up within
+// replica.lag.time.max.ms, it leaves. A follower not heard from in this
+// epoch lags from the epoch's start.
+func TestCaughtUpFollowerStaysWhileLogIdle(t *testing.T) {
+	p := testPartition(t)
+	now := time.Unix(1000, 0)
+	p.now = func() time.Time { return now }
+	p.SetLimits(1, 5*time.Second)
+	p.makeLeader(State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2, 3}, Replicas: []int32{1, 2, 3}})
+	if _, _, _, err := p.ReadForFollower(2, 0, 1<<20, 1, true); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(4 * time.Second)
+	if st := p.shrinkCandidate(); st != nil {
+		t.Fatalf("shrink %v within replica.lag.time.max.ms", st.ISR)
+	}
+	now = now.Add(2 * time.Second)
+	st := p.shrinkCandidate()
+	if st == nil || !slices.Equal(st.ISR, []int32{1, 2}) {
+		t.Fatalf("shrink %+v, want ISR [1 2]: 3 never fetched in this epoch", st)
+	}
+	p.isrWritten(*st, true)
+	now = now.Add(time.Hour)
+	if st := p.shrinkCandidate(); st != nil {
+		t.Fatalf("shrink %v of a follower holding the log end of an idle log", st.ISR)
+	}
+	if _, err := p.AppendAsLeader(testBatch(3), 1); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.shrinkCandidate(); st == nil || !slices.Equal(st.ISR, []int32{1}) {
+		t.Fatalf("shrink %+v after an append the follower has not fetched for an hour, want ISR [1]", st)
 	}
 }

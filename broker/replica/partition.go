@@ -409,7 +409,7 @@ func (p *Partition) ReadForFollower(replica int32, offset int64, maxBytes int32,
 }
 
 // shrinkCandidate returns the ISR without followers that have not caught up within
-// replica.lag.time.max.ms, or nil when nothing changes. A follower whose
+// replica.lag.time.max.ms and are behind the log end, or nil when nothing changes. A follower whose
 // expansion is unsettled (pendingAdd) and that lags too is settled by writing
 // the ISR without it.
 func (p *Partition) shrinkCandidate() *State {
@@ -419,9 +419,15 @@ func (p *Partition) shrinkCandidate() *State {
 		return nil
 	}
 	now := p.now()
+	leo := p.log.LogEndOffset()
 	lagging := func(r int32) bool {
 		f, ok := p.followers[r]
-		return !ok || now.Sub(f.lastCaughtUp) > p.lagMax
+		// As Kafka: a follower known to hold the leader's log end is in sync
+		// however long ago it fetched (an idle partition, a fetch of many
+		// partitions that takes a while); any other has lagged once it has not
+		// caught up within replica.lag.time.max.ms, counted from the start of
+		// this leader epoch for one not heard from since.
+		return !ok || (f.leo != leo && now.Sub(f.lastCaughtUp) > p.lagMax)
 	}
 	var keep []int32
 	for _, r := range p.state.ISR {
