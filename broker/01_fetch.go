@@ -13,11 +13,13 @@ package broker
 // honoured, except that the first non-empty partition returns at least one whole
 // batch (KIP-74). With fewer than min_bytes available the request parks until an
 // append (or a high-watermark move) wakes it, or max_wait_ms passes. Fetch sessions
-// (KIP-227) are not created: the response's session id is 0, which clients take as
-// "send full requests", as Kafka allows.
+// (KIP-227, fetch_session.go): a session holds the partitions and offsets a client
+// fetches, so its incremental fetches list only what changed and their answers only
+// partitions with something new.
 
 import (
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -46,13 +48,18 @@ type fetchPart struct {
 
 func handleFetch(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
 	req := r.(*kmsg.FetchRequest)
-	if req.SessionEpoch > 0 || req.SessionID != 0 {
+	follower := req.ReplicaID >= 0
+	fc, err := b.fetchSessions.begin(req, fetchSessionOwner(rc, req), follower)
+	if fc != nil {
+		fc.listed = listedPartitions(req)
+	}
+	if err != nil {
 		resp := req.ResponseKind().(*kmsg.FetchResponse)
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		resp.ErrorCode = errorCode(err)
 		respond(protocol.Response{Msg: resp})
 		return
 	}
-	follower := req.ReplicaID >= 0
+	req = fc.req
 	maxBytes := req.MaxBytes
 	if maxBytes <= 0 {
 		maxBytes = 50 << 20
@@ -68,7 +75,7 @@ func handleFetch(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Re
 	parts, total, expands := b.readFetch(req, follower, maxBytes, denied)
 	b.expandIsrs(expands)
 	if total >= int64(req.MinBytes) || req.MaxWaitMillis <= 0 || hasError(parts) {
-		respond(b.fetchAnswer(rc, req, follower, parts, total))
+		respond(b.fetchAnswer(rc, fc, follower, parts, total))
 		return
 	}
 	// Long poll: park until something is appended (followers) or committed (consumers)
@@ -84,17 +91,17 @@ func handleFetch(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Re
 			parts, total, expands := b.readFetch(req, follower, maxBytes, denied)
 			b.expandIsrs(expands)
 			if total >= int64(req.MinBytes) || hasError(parts) {
-				respond(b.fetchAnswer(rc, req, follower, parts, total))
+				respond(b.fetchAnswer(rc, fc, follower, parts, total))
 				return
 			}
 			select {
 			case <-w.C:
 				releaseParts(parts)
 			case <-deadline.C:
-				respond(b.fetchAnswer(rc, req, follower, parts, total))
+				respond(b.fetchAnswer(rc, fc, follower, parts, total))
 				return
 			case <-rc.conn.Draining():
-				respond(protocol.Response{Body: encodeFetch(req.GetVersion(), parts, 0)})
+				respond(protocol.Response{Body: encodeFetch(req.GetVersion(), fc.id(), fc.answer(parts), 0)})
 				return
 			case <-rc.ctx.Done():
 				releaseParts(parts)
@@ -109,16 +116,33 @@ func handleFetch(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Re
 // measured against consumer_byte_rate; over it, the answer carries the throttle
 // time and no data, the bytes are not counted, and the connection is muted for
 // that time, as Kafka answers (KIP-219).
-func (b *Broker) fetchAnswer(rc *reqCtx, req *kmsg.FetchRequest, follower bool, parts []fetchPart, total int64) protocol.Response {
+func (b *Broker) fetchAnswer(rc *reqCtx, fc *fetchContext, follower bool, parts []fetchPart, total int64) protocol.Response {
+	req := fc.req
 	if !follower {
 		if d := b.recordBytes(rc, cq.Fetch, total); d > 0 {
 			b.quotas.Unrecord(cq.Fetch, rc.quotaUser(), rc.header.ClientID, float64(total), time.Now())
 			releaseParts(parts)
-			return protocol.Response{Body: encodeFetch(req.GetVersion(), nil, int32(d/time.Millisecond))}
+			return protocol.Response{Body: encodeFetch(req.GetVersion(), fc.id(), nil, int32(d/time.Millisecond))}
 		}
 	}
+	parts = fc.answer(parts)
+	b.metrics.fetchSessionUse(follower, fc.incremental, fc.listed, len(parts))
 	b.metrics.fetched(parts, follower) // before the answer, so a reader of the metrics sees it
-	return protocol.Response{Body: encodeFetch(req.GetVersion(), parts, 0)}
+	return protocol.Response{Body: encodeFetch(req.GetVersion(), fc.id(), parts, 0)}
+}
+
+func listedPartitions(req *kmsg.FetchRequest) int {
+	n := 0
+	for _, t := range req.Topics {
+		n += len(t.Partitions)
+	}
+	return n
+}
+
+// fetchSessionOwner names who may use a fetch session: the principal and the
+// replica id of the fetch that opened it.
+func fetchSessionOwner(rc *reqCtx, req *kmsg.FetchRequest) string {
+	return rc.identity.Principal.Name + "/" + strconv.Itoa(int(req.ReplicaID))
 }
 
 func hasError(parts []fetchPart) bool {
@@ -267,14 +291,14 @@ func (b *Broker) unwatchFetch(req *kmsg.FetchRequest, w *replica.Waiter) {
 }
 
 // encodeFetch writes a FetchResponse with the records as file regions.
-func encodeFetch(version int16, parts []fetchPart, throttleMs int32) *protocol.Body {
+func encodeFetch(version int16, sessionID int32, parts []fetchPart, throttleMs int32) *protocol.Body {
 	flex := version >= 12
 	body := &protocol.Body{}
 	buf := make([]byte, 0, 256)
 	buf = kbin.AppendInt32(buf, throttleMs) // throttle_time_ms (v1+)
 	if version >= 7 {
 		buf = kbin.AppendInt16(buf, 0) // error_code
-		buf = kbin.AppendInt32(buf, 0) // session_id
+		buf = kbin.AppendInt32(buf, sessionID)
 	}
 	// Group consecutive partitions of one topic, keeping request order.
 	type group struct {

@@ -82,6 +82,7 @@ type Broker struct {
 	pids       producerIDs
 
 	fetchMaxBytes int32
+	fetchSessions *fetchSessionCache
 	ctrlSeen      verifiedController
 	incarnations  incarnations
 
@@ -110,6 +111,7 @@ func New(opts Options) (*Broker, error) {
 		fetchMaxBytes: 55 << 20,
 	}
 	b.quotas = newQuotaManager(b.cfg.Settings())
+	b.fetchSessions = newFetchSessionCache(b.cfg.Settings().FetchSessionCacheSlots, b.cfg.Settings().FetchSessionEviction)
 	b.metrics = newMetrics(b)
 	if b.codecs == nil {
 		b.codecs = codec.NewSet(codec.Builtins()...)

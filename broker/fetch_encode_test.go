@@ -75,7 +75,7 @@ func TestEncodeFetchMatchesKmsg(t *testing.T) {
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		var got bytes.Buffer
-		if _, err := encodeFetch(v, parts, 0).WriteTo(&got); err != nil {
+		if _, err := encodeFetch(v, 0, parts, 0).WriteTo(&got); err != nil {
 			t.Fatal(err)
 		}
 		if wantBytes := want.AppendTo(nil); !bytes.Equal(wantBytes, got.Bytes()) {

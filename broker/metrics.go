@@ -33,6 +33,10 @@ type metrics struct {
 	produceErr *prometheus.CounterVec
 	IsrShrinks prometheus.Counter
 	IsrExpands prometheus.Counter
+	// fetchParts counts the partitions fetch requests and answers carry, and
+	// fetches the fetches, by reader and session kind (KIP-227).
+	fetchParts *prometheus.CounterVec
+	fetches    *prometheus.CounterVec
 }
 
 func newMetrics(b *Broker) *metrics {
@@ -57,8 +61,15 @@ func newMetrics(b *Broker) *metrics {
 		Name: "isr_shrinks_total", Help: "ISR shrinks written by this broker as leader."})
 	m.IsrExpands = prometheus.NewCounter(prometheus.CounterOpts{Namespace: "ktool", Subsystem: "replica",
 		Name: "isr_expands_total", Help: "ISR expansions written by this broker as leader."})
+	m.fetchParts = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ktool", Subsystem: "broker",
+		Name: "fetch_partitions_total", Help: "Partitions listed in fetch requests (part=request) and answers (part=response), by reader (consumer, replica) and kind (full, incremental: in a fetch session)."},
+		[]string{"reader", "kind", "part"})
+	m.fetches = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ktool", Subsystem: "broker",
+		Name: "fetches_total", Help: "Fetch requests answered, by reader (consumer, replica) and kind (full, incremental)."},
+		[]string{"reader", "kind"})
 	m.reg.MustRegister(m.requests, m.latency, m.queueTime, m.bytesInC, m.bytesOutC, m.messagesIn, m.produceErr,
-		m.IsrShrinks, m.IsrExpands, stateCollector{b}, quotaCollector{b}, prometheus.NewGoCollector())
+		m.IsrShrinks, m.IsrExpands, m.fetchParts, m.fetches, stateCollector{b}, quotaCollector{b}, fetchSessionCollector{b},
+		prometheus.NewGoCollector())
 	return m
 }
 
@@ -76,6 +87,39 @@ func (m *metrics) bytesIn(topic string, n, records int) {
 }
 
 func (m *metrics) produceError(topic string) { m.produceErr.WithLabelValues(topic).Inc() }
+
+// fetchSessionUse counts one fetch: the partitions its request listed and
+// those its answer lists.
+func (m *metrics) fetchSessionUse(follower, incremental bool, requested, answered int) {
+	reader, kind := "consumer", "full"
+	if follower {
+		reader = "replica"
+	}
+	if incremental {
+		kind = "incremental"
+	}
+	m.fetches.WithLabelValues(reader, kind).Inc()
+	m.fetchParts.WithLabelValues(reader, kind, "request").Add(float64(requested))
+	m.fetchParts.WithLabelValues(reader, kind, "response").Add(float64(answered))
+}
+
+var (
+	descFetchSessions     = prometheus.NewDesc("ktool_broker_fetch_sessions", "Fetch sessions (KIP-227) cached.", nil, nil)
+	descFetchSessionParts = prometheus.NewDesc("ktool_broker_fetch_session_partitions", "Partitions cached over every fetch session.", nil, nil)
+)
+
+type fetchSessionCollector struct{ b *Broker }
+
+func (c fetchSessionCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descFetchSessions
+	ch <- descFetchSessionParts
+}
+
+func (c fetchSessionCollector) Collect(ch chan<- prometheus.Metric) {
+	n, parts := c.b.fetchSessions.size()
+	ch <- prometheus.MustNewConstMetric(descFetchSessions, prometheus.GaugeValue, float64(n))
+	ch <- prometheus.MustNewConstMetric(descFetchSessionParts, prometheus.GaugeValue, float64(parts))
+}
 
 func (m *metrics) fetched(parts []fetchPart, follower bool) {
 	reader := "consumer"

@@ -65,6 +65,8 @@ type Settings struct {
 	ReplicaFetchResponseMaxBytes Bytes         `config:"replica.fetch.response.max.bytes"`
 	ReplicaFetchWaitMax          time.Duration `config:"replica.fetch.wait.max.ms"`
 	ReplicaFetchBackoff          time.Duration `config:"replica.fetch.backoff.ms"`
+	FetchSessionCacheSlots       int           `config:"max.incremental.fetch.session.cache.slots"`
+	FetchSessionEviction         time.Duration `config:"min.incremental.fetch.session.eviction.ms"`
 	ControlledShutdown           bool          `config:"controlled.shutdown.enable"`
 	ControlledShutdownTries      int           `config:"controlled.shutdown.max.retries"`
 	ControlledShutdownBackoff    time.Duration `config:"controlled.shutdown.retry.backoff.ms"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"net"
 	"sync"
 	"time"
@@ -43,7 +44,25 @@ type fetcher struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	// sess is the fetch session (KIP-227) with the leader; only run uses it.
+	sess fetchSession
 }
+
+// fetchSession is the follower's side of a fetch session: the leader holds
+// the partitions of sent at those fetch fields, so a fetch lists only
+// partitions whose fields changed and those to forget.
+type fetchSession struct {
+	id, epoch int32 // id 0: none; the next fetch is full and opens one
+	sent      map[TP]sentPart
+}
+
+type sentPart struct {
+	fetchOffset, logStartOffset int64
+	maxBytes, leaderEpoch       int32
+}
+
+func (s *fetchSession) reset() { *s = fetchSession{} }
 
 type fetchState struct {
 	p          *Partition
@@ -273,14 +292,26 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts map[TP]*fetchState) (bool
 	req.MaxWaitMillis = int32(cfg.MaxWait / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = cfg.MaxBytes
-	req.SessionEpoch = -1
-	idx := map[string]int{}
-	asked := map[TP]int64{}
+	req.SessionID, req.SessionEpoch = f.sess.id, f.sess.epoch
+	full := f.sess.id == 0
+	wanted := map[TP]sentPart{}
 	now := time.Now()
 	f.mu.Lock()
 	for tp, st := range parts {
 		if st.truncate || now.Before(st.delayUntil) || f.throttleHold(tp, st) {
 			continue
+		}
+		wanted[tp] = sentPart{fetchOffset: st.p.log.LogEndOffset(), logStartOffset: st.p.log.LogStartOffset(),
+			maxBytes: cfg.PartitionMaxByte, leaderEpoch: st.epoch}
+	}
+	f.mu.Unlock()
+	if len(wanted) == 0 {
+		return false, nil
+	}
+	idx := map[string]int{}
+	for tp, w := range wanted {
+		if sent, ok := f.sess.sent[tp]; !full && ok && sent == w {
+			continue // the leader's session has it as it is
 		}
 		i, ok := idx[tp.Topic]
 		if !ok {
@@ -292,26 +323,55 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts map[TP]*fetchState) (bool
 		}
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition = tp.Partition
-		rp.CurrentLeaderEpoch = st.epoch
-		rp.FetchOffset = st.p.log.LogEndOffset()
-		rp.LogStartOffset = st.p.log.LogStartOffset()
-		rp.PartitionMaxBytes = cfg.PartitionMaxByte
+		rp.CurrentLeaderEpoch = w.leaderEpoch
+		rp.FetchOffset = w.fetchOffset
+		rp.LogStartOffset = w.logStartOffset
+		rp.PartitionMaxBytes = w.maxBytes
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		asked[tp] = rp.FetchOffset
 	}
-	f.mu.Unlock()
-	if len(req.Topics) == 0 {
-		return false, nil
+	if !full {
+		forgotten := map[string]int{}
+		for tp := range f.sess.sent {
+			if _, ok := wanted[tp]; ok {
+				continue
+			}
+			i, ok := forgotten[tp.Topic]
+			if !ok {
+				t := kmsg.NewFetchRequestForgottenTopic()
+				t.Topic = tp.Topic
+				req.ForgottenTopics = append(req.ForgottenTopics, t)
+				i = len(req.ForgottenTopics) - 1
+				forgotten[tp.Topic] = i
+			}
+			req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, tp.Partition)
+		}
 	}
 	rctx, cancel := context.WithTimeout(ctx, cfg.MaxWait+30*time.Second)
 	defer cancel()
 	raw, err := f.client.Request(rctx, req)
 	if err != nil {
+		f.sess.reset()
 		return false, err
 	}
 	resp := raw.(*kmsg.FetchResponse)
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		// FETCH_SESSION_ID_NOT_FOUND (evicted, or the leader restarted),
+		// INVALID_FETCH_SESSION_EPOCH or anything else: start a new session.
+		f.sess.reset()
+		if errors.Is(err, kerr.FetchSessionIDNotFound) || errors.Is(err, kerr.InvalidFetchSessionEpoch) {
+			f.logger.Debug("fetch session lost; opening another", "err", err)
+			return true, nil
+		}
 		return false, err
+	}
+	switch {
+	case full && resp.SessionID != 0:
+		f.sess = fetchSession{id: resp.SessionID, epoch: 1, sent: wanted}
+	case full:
+		f.sess.reset() // the leader has no room: full fetches, asking again each time
+	default:
+		f.sess.epoch = nextEpoch(f.sess.epoch)
+		f.sess.sent = wanted
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -319,12 +379,12 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts map[TP]*fetchState) (bool
 		for _, rp := range t.Partitions {
 			tp := TP{t.Topic, rp.Partition}
 			st, ok := parts[tp]
-			at, wasAsked := asked[tp]
+			w, wasAsked := wanted[tp]
 			// Apply only an answer to the question still open: the partition is
 			// still ours, not being reconciled, and its log has not moved (as
 			// Kafka's fetcher checks before processing a response). The
 			// partition checks its role and leader epoch itself as it applies.
-			if !ok || !wasAsked || f.parts[tp] != st || st.truncate || st.p.log.LogEndOffset() != at {
+			if !ok || !wasAsked || f.parts[tp] != st || st.truncate || st.p.log.LogEndOffset() != w.fetchOffset {
 				continue
 			}
 			f.throttleRecord(tp, st, rp)
@@ -332,6 +392,14 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts map[TP]*fetchState) (bool
 		}
 	}
 	return true, nil
+}
+
+// nextEpoch is the session epoch after e (it wraps to 1, 0 being "open").
+func nextEpoch(e int32) int32 {
+	if e == math.MaxInt32 {
+		return 1
+	}
+	return e + 1
 }
 
 func (f *fetcher) handlePartition(st *fetchState, rp kmsg.FetchResponseTopicPartition) {
