@@ -2,8 +2,11 @@ package broker
 
 // UpdateMetadata, key 6, v0-v7 (inter-broker, sent by the controller).
 //
-// Replaces this broker's metadata cache with the controller's view: live brokers
-// and the leader, epoch, AR, ISR and offline replicas of every partition. Only
+// Updates this broker's metadata cache with the controller's view: live brokers
+// and the leader, epoch, AR, ISR and offline replicas of partitions. A
+// controller's first UpdateMetadata to this registration of the broker is its
+// full view and replaces the cache; later ones carry only the partitions that
+// changed, a partition with leader -2 being dropped (metadata_cache.go). Only
 // the store's controller is obeyed; brokers not registered as named are left out,
 // and a topic is dropped only once the store has (controller_check.go).
 

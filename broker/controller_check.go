@@ -15,7 +15,8 @@ package broker
 //     not lead;
 //   - UpdateMetadata keeps only registered brokers at their registered endpoints,
 //     changes a partition's leader only as its state znode says, and drops a
-//     topic only once the store has dropped it (or is deleting it).
+//     topic (left out of a full view, or its partitions marked with leader -2)
+//     only once the store has dropped it (or is deleting it).
 //
 // A store that cannot be read makes the check fail with errStoreUnavailable; the
 // handler then closes the connection without answering, so the controller's
@@ -260,16 +261,45 @@ func assigned(a *zkdata.TopicAssignment, p int32) []int32 {
 }
 
 // verifyLeaderAndIsr checks each partition state against the store and returns
-// the refusals; refused partitions are not applied.
+// the refusals; refused partitions are not applied. The topics are read once
+// each, then the partition state znodes storeReads at a time: a LeaderAndIsr
+// naming 10,000 partitions costs a pipeline of reads, not 10,000 round trips
+// one after the other.
 func (b *Broker) verifyLeaderAndIsr(ctx context.Context, updates []replica.LeaderUpdate) (map[replica.TP]error, error) {
-	refused := map[replica.TP]error{}
 	topics := newTopicsInStore(b)
 	for _, u := range updates {
-		err, fatal := b.verifyPartitionState(ctx, topics, u)
-		if fatal != nil {
-			return nil, fatal
+		if validateTopicName(u.TP.Topic) == nil && u.TP.Partition >= 0 {
+			if _, err := topics.get(ctx, u.TP.Topic); err != nil {
+				return nil, err
+			}
 		}
+	}
+	refusals := make([]error, len(updates))
+	fatals := make([]error, len(updates))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(storeReads, len(updates)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				refusals[i], fatals[i] = b.verifyPartitionState(ctx, topics, updates[i])
+			}
+		}()
+	}
+	for i := range updates {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	for _, err := range fatals {
 		if err != nil {
+			return nil, err
+		}
+	}
+	refused := map[replica.TP]error{}
+	for i, u := range updates {
+		if err := refusals[i]; err != nil {
 			b.logger.Warn("refusing a LeaderAndIsr partition state the store does not hold",
 				"partition", u.TP.String(), "err", err)
 			refused[u.TP] = err
@@ -279,6 +309,10 @@ func (b *Broker) verifyLeaderAndIsr(ctx context.Context, updates []replica.Leade
 	}
 	return refused, nil
 }
+
+// storeReads is how many store reads one controller request's check keeps in
+// flight.
+const storeReads = 32
 
 func (b *Broker) verifyPartitionState(ctx context.Context, topics *topicsInStore, u replica.LeaderUpdate) (refusal, fatal error) {
 	if err := validateTopicName(u.TP.Topic); err != nil {
@@ -393,7 +427,7 @@ func (b *Broker) verifyStopFollow(ctx context.Context, tp replica.TP) (refusal, 
 // verifyUpdateMetadata keeps only the live brokers registered at the endpoints
 // the request names (a broker that just left or moved is dropped, as is one that
 // never registered), and refuses a request that drops a topic the store still
-// holds and is not deleting.
+// holds and is not deleting (metaCache.dropped says which it would).
 func (b *Broker) verifyUpdateMetadata(ctx context.Context, req *kmsg.UpdateMetadataRequest) error {
 	s := b.Store()
 	live := req.LiveBrokers[:0:0]
@@ -443,10 +477,7 @@ func (b *Broker) verifyUpdateMetadata(ctx context.Context, req *kmsg.UpdateMetad
 			return err
 		}
 	}
-	for _, t := range b.meta.topicNames() {
-		if named[t] {
-			continue
-		}
+	for _, t := range b.meta.dropped(req) {
 		deleting, _, err := s.Exists(ctx, zkdata.DeleteTopicPath(t))
 		if err != nil {
 			return fmt.Errorf("%w: %v", errStoreUnavailable, err)
@@ -459,7 +490,7 @@ func (b *Broker) verifyUpdateMetadata(ctx context.Context, req *kmsg.UpdateMetad
 			return fmt.Errorf("%w: %v", errStoreUnavailable, err)
 		}
 		if exists {
-			return fmt.Errorf("%w: topic %s is left out but the store still holds it", kerr.InvalidRequest, t)
+			return fmt.Errorf("%w: topic %s is dropped but the store still holds it", kerr.InvalidRequest, t)
 		}
 	}
 	return nil
@@ -496,7 +527,7 @@ func (b *Broker) verifyRegistration(ctx context.Context, id int32, epoch int64) 
 // verifyChangedPartitions checks the partitions whose leader or leader epoch an
 // UpdateMetadata changes (or adds) against their state znodes, so a forged one
 // cannot send clients to the wrong leader. Unchanged partitions cost nothing;
-// the reads run 16 at a time.
+// the reads run storeReads at a time.
 func (b *Broker) verifyChangedPartitions(ctx context.Context, req *kmsg.UpdateMetadataRequest) error {
 	type change struct {
 		topic               string
@@ -505,6 +536,9 @@ func (b *Broker) verifyChangedPartitions(ctx context.Context, req *kmsg.UpdateMe
 	}
 	var changed []change
 	add := func(topic string, p kmsg.UpdateMetadataRequestTopicPartition) {
+		if p.Leader == leaderDuringDelete {
+			return // a topic dropped: checked against the store by verifyUpdateMetadata
+		}
 		if pm, ok := b.meta.partition(topic, p.Partition); ok && pm.Leader == p.Leader && pm.LeaderEpoch == p.LeaderEpoch {
 			return
 		}
@@ -519,7 +553,7 @@ func (b *Broker) verifyChangedPartitions(ctx context.Context, req *kmsg.UpdateMe
 		}
 	}
 	errs := make([]error, len(changed))
-	sem := make(chan struct{}, 16)
+	sem := make(chan struct{}, storeReads)
 	var wg sync.WaitGroup
 	for i, c := range changed {
 		if validateTopicName(c.topic) != nil || c.partition < 0 {

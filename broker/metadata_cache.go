@@ -43,7 +43,8 @@ type partitionMeta struct {
 }
 
 // metaCache is the broker's view of the cluster, fed by UpdateMetadata from the
-// controller, as in Kafka. Metadata requests are answered from it.
+// controller, as in Kafka: a full view first, then the partitions that changed.
+// Metadata requests are answered from it.
 type metaCache struct {
 	mu         sync.RWMutex
 	controller int32
@@ -51,6 +52,10 @@ type metaCache struct {
 	topics     map[string]map[int32]*partitionMeta
 	topicIDs   map[string][16]byte
 	changed    chan struct{} // closed and replaced on every update
+	// The controller and broker epochs of the UpdateMetadata last applied.
+	applied           bool
+	umControllerEpoch int32
+	umBrokerEpoch     int64
 }
 
 func newMetaCache() *metaCache {
@@ -70,18 +75,47 @@ func (m *metaCache) Changed() <-chan struct{} {
 	return m.changed
 }
 
-// apply applies an UpdateMetadata request and returns the topics it removed.
+// replaces reports whether req replaces the cache rather than updating it:
+// the first UpdateMetadata of a controller (epoch) to this registration of the
+// broker is the controller's full view; later ones carry what changed.
+func (m *metaCache) replaces(req *kmsg.UpdateMetadataRequest) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.replacesLocked(req)
+}
+
+func (m *metaCache) replacesLocked(req *kmsg.UpdateMetadataRequest) bool {
+	return !m.applied || req.ControllerEpoch != m.umControllerEpoch || req.ControllerID != m.controller ||
+		req.BrokerEpoch != m.umBrokerEpoch
+}
+
+// leaderDuringDelete is the leader UpdateMetadata gives a partition that is
+// gone (its topic deleted), as Kafka's controller does.
+const leaderDuringDelete = -2
+
+// apply applies an UpdateMetadata request and returns the topics it removed:
+// the live brokers are replaced; the partitions replace the cache's when the
+// request is a controller's full view (replaces), else they update it, a
+// partition with leader -2 leaving it.
 func (m *metaCache) apply(req *kmsg.UpdateMetadataRequest) (deleted []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	before := m.topics
+	before := make(map[string]bool, len(m.topics))
+	for t := range m.topics {
+		before[t] = true
+	}
 	defer func() {
 		for t := range before {
 			if _, ok := m.topics[t]; !ok {
 				deleted = append(deleted, t)
+				delete(m.topicIDs, t)
 			}
 		}
 	}()
+	if m.replacesLocked(req) {
+		m.topics = map[string]map[int32]*partitionMeta{}
+	}
+	m.applied, m.umControllerEpoch, m.umBrokerEpoch = true, req.ControllerEpoch, req.BrokerEpoch
 	m.controller = req.ControllerID
 	m.brokers = map[int32]brokerEndpoint{}
 	for _, b := range req.LiveBrokers {
@@ -95,11 +129,17 @@ func (m *metaCache) apply(req *kmsg.UpdateMetadataRequest) (deleted []string) {
 		}
 		m.brokers[b.ID] = ep
 	}
-	// The controller always sends its full view, so the cache is replaced, which
-	// also drops deleted topics.
-	m.topics = map[string]map[int32]*partitionMeta{}
 	apply := func(topic string, p kmsg.UpdateMetadataRequestTopicPartition) {
 		parts, ok := m.topics[topic]
+		if p.Leader == leaderDuringDelete {
+			if ok {
+				delete(parts, p.Partition)
+				if len(parts) == 0 {
+					delete(m.topics, topic)
+				}
+			}
+			return
+		}
 		if !ok {
 			parts = map[int32]*partitionMeta{}
 			m.topics[topic] = parts
@@ -123,6 +163,66 @@ func (m *metaCache) apply(req *kmsg.UpdateMetadataRequest) (deleted []string) {
 	close(m.changed)
 	m.changed = make(chan struct{})
 	return deleted
+}
+
+// dropped lists the topics req would remove from the cache, or remove a
+// partition of (leader -2): each must be gone from the store or being deleted.
+func (m *metaCache) dropped(req *kmsg.UpdateMetadataRequest) []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	left := map[string]map[int32]bool{}
+	replace := m.replacesLocked(req)
+	for t, parts := range m.topics {
+		left[t] = map[int32]bool{}
+		if !replace {
+			for p := range parts {
+				left[t][p] = true
+			}
+		}
+	}
+	each := func(topic string, p kmsg.UpdateMetadataRequestTopicPartition) {
+		if left[topic] == nil {
+			left[topic] = map[int32]bool{}
+		}
+		if p.Leader == leaderDuringDelete {
+			delete(left[topic], p.Partition)
+		} else {
+			left[topic][p.Partition] = true
+		}
+	}
+	for _, p := range req.PartitionStates {
+		each(p.Topic, p)
+	}
+	for _, t := range req.TopicStates {
+		for _, p := range t.PartitionStates {
+			each(t.Topic, p)
+		}
+	}
+	out := map[string]bool{}
+	for t := range m.topics {
+		if len(left[t]) == 0 {
+			out[t] = true
+		}
+	}
+	mark := func(topic string, p kmsg.UpdateMetadataRequestTopicPartition) {
+		if p.Leader == leaderDuringDelete {
+			out[topic] = true
+		}
+	}
+	for _, p := range req.PartitionStates {
+		mark(p.Topic, p)
+	}
+	for _, t := range req.TopicStates {
+		for _, p := range t.PartitionStates {
+			mark(t.Topic, p)
+		}
+	}
+	names := make([]string, 0, len(out))
+	for t := range out {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	return names
 }
 
 func (m *metaCache) controllerID() int32 {

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/ktoolhq/ktool/broker/coord"
 	"github.com/ktoolhq/ktool/internal/zkdata"
 )
@@ -114,3 +116,85 @@ func TestBatchedStateWrites(t *testing.T) {
 	}
 }
 
+// rawMetadata returns every UpdateMetadata broker id was sent, oldest first.
+func (r *recorder) rawMetadata(id int32) []*kmsg.UpdateMetadataRequest {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*kmsg.UpdateMetadataRequest
+	for _, req := range r.sent[id] {
+		if u, ok := req.(*kmsg.UpdateMetadataRequest); ok {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+func umPartitions(u *kmsg.UpdateMetadataRequest) map[TP]int32 {
+	out := map[TP]int32{}
+	for _, t := range u.TopicStates {
+		for _, p := range t.PartitionStates {
+			out[TP{t.Topic, p.Partition}] = p.Leader
+		}
+	}
+	return out
+}
+
+// TestIncrementalUpdateMetadata: a broker's first UpdateMetadata is the full
+// view; after that it is told only the partitions that changed (an ISR
+// expansion: one partition), a deleted topic's partitions once with leader
+// -2, and a broker that (re)registers gets the full view again.
+func TestIncrementalUpdateMetadata(t *testing.T) {
+	topics := map[string]map[int32][]int32{"t": {}, "u": {0: {1, 2}, 1: {2, 3}}}
+	for p := range int32(30) {
+		topics["t"][p] = []int32{p%3 + 1, (p+1)%3 + 1}
+	}
+	cl := newCluster(t, ids(1, 2, 3), topics, Config{BrokerID: 1})
+	cl.waitFor("the full view on broker 2", func() bool {
+		md := cl.rec.lastMetadata(2)
+		return md != nil && len(umPartitions(md)) == 32
+	})
+	if first := cl.rec.rawMetadata(2)[0]; len(umPartitions(first)) != 32 {
+		t.Fatalf("the first UpdateMetadata names %d partitions, want all 32", len(umPartitions(first)))
+	}
+	li := cl.state("t", 4)
+	n := len(cl.rec.rawMetadata(2))
+	cl.leaderExpandsIsr("t", 4, li.ISR[:1])
+	cl.waitFor("an UpdateMetadata after the ISR change", func() bool { return len(cl.rec.rawMetadata(2)) > n })
+	all := cl.rec.rawMetadata(2)
+	if got := umPartitions(all[len(all)-1]); len(got) != 1 {
+		t.Fatalf("the UpdateMetadata after one ISR change names %v", got)
+	}
+	if md := cl.rec.lastMetadata(2); len(umPartitions(md)) != 32 {
+		t.Fatalf("broker 2's view has %d partitions, want 32", len(umPartitions(md)))
+	}
+
+	// Deleting u: its two partitions are marked deleted, once.
+	n = len(cl.rec.rawMetadata(2))
+	if _, err := cl.admin.CreateAll(cl.ctx, zkdata.DeleteTopicPath("u"), nil, coord.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	cl.waitFor("u dropped from broker 2's view", func() bool {
+		md := cl.rec.lastMetadata(2)
+		return md != nil && len(umPartitions(md)) == 30
+	})
+	deleted := 0
+	for _, u := range cl.rec.rawMetadata(2)[n:] {
+		for tp, leader := range umPartitions(u) {
+			if tp.Topic == "u" && leader == leaderDuringDelete {
+				deleted++
+			} else if tp.Topic == "u" {
+				t.Errorf("%v sent with leader %d while being deleted", tp, leader)
+			}
+		}
+	}
+	if deleted != 2 {
+		t.Fatalf("%d deletion marks for u's 2 partitions", deleted)
+	}
+
+	// A broker that registers gets everything.
+	cl.startBroker(4)
+	cl.waitFor("the full view on broker 4", func() bool { return len(cl.rec.rawMetadata(4)) > 0 })
+	if got := umPartitions(cl.rec.rawMetadata(4)[0]); len(got) != 30 {
+		t.Fatalf("the new broker's first UpdateMetadata names %d partitions, want 30", len(got))
+	}
+}

@@ -48,6 +48,11 @@ type Controller struct {
 	deleting    map[string]bool
 	shutting    map[int32]bool
 	senders     map[int32]peer
+	// What UpdateMetadata last told the brokers (sender.go): the view, the live
+	// brokers, and per broker the registration (epoch) that had the full view.
+	umSent    map[TP]umPartition
+	umBrokers string
+	umFull    map[int32]int64
 	// connect opens the channel to a broker (dial, unless a test records).
 	connect func(id int32, addr string) peer
 
@@ -74,6 +79,7 @@ func newController(ctx context.Context, cfg Config, store coord.Store, epoch, ep
 		deleting:    map[string]bool{},
 		shutting:    map[int32]bool{},
 		senders:     map[int32]peer{},
+		umFull:      map[int32]int64{},
 	}
 	c.connect = c.dial
 	return c

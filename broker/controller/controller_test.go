@@ -86,17 +86,65 @@ func (r *recorder) stopReplica(id int32) (out []string) {
 	return out
 }
 
-// lastMetadata returns the newest UpdateMetadata broker id was sent.
+// lastMetadata returns what broker id knows from the UpdateMetadata it was
+// sent: the newest one's brokers and epochs, and every partition as last
+// described (deleted ones dropped), as a full request.
 func (r *recorder) lastMetadata(id int32) *kmsg.UpdateMetadataRequest {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var last *kmsg.UpdateMetadataRequest
+	var view *kmsg.UpdateMetadataRequest
 	for _, req := range r.sent[id] {
 		if u, ok := req.(*kmsg.UpdateMetadataRequest); ok {
-			last = u
+			if view == nil {
+				view = u
+				continue
+			}
+			view = mergeMetadata(view, u)
 		}
 	}
-	return last
+	if view == nil {
+		return nil
+	}
+	out := *view
+	out.TopicStates = nil
+	for _, t := range view.TopicStates {
+		for _, p := range t.PartitionStates {
+			if p.Leader == leaderDuringDelete {
+				continue
+			}
+			if n := len(out.TopicStates); n == 0 || out.TopicStates[n-1].Topic != t.Topic {
+				ts := t
+				ts.PartitionStates = nil
+				out.TopicStates = append(out.TopicStates, ts)
+			}
+			ts := &out.TopicStates[len(out.TopicStates)-1]
+			ts.PartitionStates = append(ts.PartitionStates, p)
+		}
+	}
+	sortMetadata(&out)
+	return &out
+}
+
+// sortMetadata orders topics and partitions, merging repeated topics.
+func sortMetadata(u *kmsg.UpdateMetadataRequest) {
+	by := map[string]*kmsg.UpdateMetadataRequestTopicState{}
+	var names []string
+	for _, t := range u.TopicStates {
+		if cur, ok := by[t.Topic]; ok {
+			cur.PartitionStates = append(cur.PartitionStates, t.PartitionStates...)
+			continue
+		}
+		tc := t
+		by[t.Topic] = &tc
+		names = append(names, t.Topic)
+	}
+	slices.Sort(names)
+	u.TopicStates = nil
+	for _, n := range names {
+		t := by[n]
+		slices.SortFunc(t.PartitionStates, func(a, b kmsg.UpdateMetadataRequestTopicPartition) int { return int(a.Partition) - int(b.Partition) })
+		u.TopicStates = append(u.TopicStates, *t)
+	}
 }
 
 func (r *recorder) stops(id int32) int {

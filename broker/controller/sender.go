@@ -3,7 +3,9 @@ package controller
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,8 +27,8 @@ type sender struct {
 	c      *Controller
 
 	// queue never drops a LeaderAndIsr or StopReplica (a broker that missed one
-	// would keep a stale role); an UpdateMetadata carries the full view, so a
-	// newer one replaces any still queued.
+	// would keep a stale role); an UpdateMetadata queued last (nothing queued
+	// after it) takes in a newer one, whose partitions replace its own.
 	mu    sync.Mutex
 	queue []kmsg.Request
 	wake  chan struct{}
@@ -78,11 +80,13 @@ func (s *sender) stop() {
 
 func (s *sender) send(req kmsg.Request) {
 	s.mu.Lock()
-	if _, ok := req.(*kmsg.UpdateMetadataRequest); ok {
-		s.queue = slices.DeleteFunc(s.queue, func(q kmsg.Request) bool {
-			_, um := q.(*kmsg.UpdateMetadataRequest)
-			return um
-		})
+	um, isUM := req.(*kmsg.UpdateMetadataRequest)
+	if n := len(s.queue); isUM && n > 0 {
+		if last, ok := s.queue[n-1].(*kmsg.UpdateMetadataRequest); ok {
+			s.queue[n-1] = mergeMetadata(last, um)
+			s.mu.Unlock()
+			return
+		}
 	}
 	s.queue = append(s.queue, req)
 	s.mu.Unlock()
@@ -149,6 +153,14 @@ func (s *sender) check(req kmsg.Request, resp kmsg.Response) {
 	}
 	if err := kerr.ErrorForCode(code); err != nil {
 		s.c.log.Warn("broker refused controller request", "broker", s.id, "api", kmsg.NameForKey(req.Key()), "err", err)
+		if um, ok := req.(*kmsg.UpdateMetadataRequest); ok {
+			// It missed changes: its next UpdateMetadata is the full view.
+			s.c.enqueue(func() {
+				if b, ok := s.c.brokers[s.id]; ok && b.Epoch == um.BrokerEpoch {
+					delete(s.c.umFull, s.id)
+				}
+			})
+		}
 	}
 }
 
@@ -219,8 +231,54 @@ func (c *Controller) leaderAndIsr(tps []TP, to []int32, isNew bool) {
 	}
 }
 
-// sendUpdateMetadata sends every live broker the full cluster view: live brokers and
-// the state of every partition (topics being deleted are left out).
+// Incremental UpdateMetadata, as Kafka's controller sends it: a broker's
+// first UpdateMetadata from this controller (for this registration of it) is
+// the full view, every later one the partitions that changed since the last
+// one sent, with the live brokers always in full. A partition that left the
+// view (its topic deleted, or being deleted) is sent once with leader -2
+// (Kafka's LeaderDuringDelete), which brokers take as "drop it".
+
+// leaderDuringDelete marks a partition that left the view.
+const leaderDuringDelete = -2
+
+// umPartition is a partition as UpdateMetadata last described it.
+type umPartition struct {
+	controllerEpoch, leader, leaderEpoch, zkVersion int32
+	isr, replicas, offline                          []int32
+}
+
+func (a umPartition) equal(b umPartition) bool {
+	return a.controllerEpoch == b.controllerEpoch && a.leader == b.leader && a.leaderEpoch == b.leaderEpoch &&
+		a.zkVersion == b.zkVersion && slices.Equal(a.isr, b.isr) && slices.Equal(a.replicas, b.replicas) &&
+		slices.Equal(a.offline, b.offline)
+}
+
+// metadataView is every partition the brokers are told of, as they are told.
+func (c *Controller) metadataView() map[TP]umPartition {
+	view := make(map[TP]umPartition, len(c.states))
+	for tp, st := range c.states {
+		if c.deleting[tp.Topic] {
+			continue
+		}
+		p := umPartition{controllerEpoch: st.ControllerEpoch, leader: st.Leader, leaderEpoch: st.LeaderEpoch,
+			zkVersion: st.ZkVersion, isr: st.ISR, replicas: st.Replicas}
+		for _, r := range st.Replicas {
+			if !c.isLive(r) {
+				p.offline = append(p.offline, r)
+			}
+		}
+		if !st.HasState {
+			p.leader, p.leaderEpoch = -1, -1
+		}
+		view[tp] = p
+	}
+	return view
+}
+
+// sendUpdateMetadata tells every live broker what changed since the last
+// UpdateMetadata: the full view to a broker that has not had it yet, the
+// changed partitions to the others (nothing when nothing changed, the live
+// brokers included).
 func (c *Controller) sendUpdateMetadata() {
 	var live []kmsg.UpdateMetadataRequestLiveBroker
 	for id, info := range c.brokers {
@@ -237,40 +295,37 @@ func (c *Controller) sendUpdateMetadata() {
 		}
 		live = append(live, lb)
 	}
-	idx := map[string]int{}
-	var topics []kmsg.UpdateMetadataRequestTopicState
-	for _, tp := range c.allPartitions() {
-		if c.deleting[tp.Topic] {
+	slices.SortFunc(live, func(a, b kmsg.UpdateMetadataRequestLiveBroker) int { return int(a.ID) - int(b.ID) })
+	brokersKey := fmt.Sprint(live)
+	view := c.metadataView()
+	var changed []TP
+	for tp, p := range view {
+		if old, ok := c.umSent[tp]; !ok || !old.equal(p) {
+			changed = append(changed, tp)
+		}
+	}
+	for tp := range c.umSent {
+		if _, ok := view[tp]; !ok {
+			changed = append(changed, tp)
+		}
+	}
+	sortTPs(changed)
+	delta := c.metadataTopics(changed, view)
+	var full []kmsg.UpdateMetadataRequestTopicState
+	c.umSent = view
+	sameBrokers := brokersKey == c.umBrokers
+	c.umBrokers = brokersKey
+	for id, s := range c.senders {
+		topics := delta
+		if c.umFull[id] != c.brokers[id].Epoch {
+			if full == nil {
+				full = c.metadataTopics(c.allPartitions(), view)
+			}
+			topics = full
+			c.umFull[id] = c.brokers[id].Epoch
+		} else if len(changed) == 0 && sameBrokers {
 			continue
 		}
-		st := c.states[tp]
-		i, ok := idx[tp.Topic]
-		if !ok {
-			ts := kmsg.NewUpdateMetadataRequestTopicState()
-			ts.Topic = tp.Topic
-			ts.TopicID = c.topicID(tp.Topic)
-			topics = append(topics, ts)
-			i = len(topics) - 1
-			idx[tp.Topic] = i
-		}
-		p := kmsg.NewUpdateMetadataRequestTopicPartition()
-		p.Topic, p.Partition = tp.Topic, tp.Partition
-		p.ControllerEpoch = st.ControllerEpoch
-		p.Leader, p.LeaderEpoch = st.Leader, st.LeaderEpoch
-		p.ISR = slices.Clone(st.ISR)
-		p.ZKVersion = st.ZkVersion
-		p.Replicas = slices.Clone(st.Replicas)
-		for _, r := range st.Replicas {
-			if !c.isLive(r) {
-				p.OfflineReplicas = append(p.OfflineReplicas, r)
-			}
-		}
-		if !st.HasState {
-			p.Leader, p.LeaderEpoch = -1, -1
-		}
-		topics[i].PartitionStates = append(topics[i].PartitionStates, p)
-	}
-	for id, s := range c.senders {
 		req := kmsg.NewPtrUpdateMetadataRequest()
 		// v7 is the first to carry topic ids; brokers answer Metadata v10+ with them.
 		req.SetVersion(7)
@@ -281,6 +336,81 @@ func (c *Controller) sendUpdateMetadata() {
 		req.TopicStates = topics
 		s.send(req)
 	}
+}
+
+// metadataTopics describes tps (sorted) as UpdateMetadata topic states; a
+// partition missing from view is marked deleted.
+func (c *Controller) metadataTopics(tps []TP, view map[TP]umPartition) []kmsg.UpdateMetadataRequestTopicState {
+	var topics []kmsg.UpdateMetadataRequestTopicState
+	for _, tp := range tps {
+		if n := len(topics); n == 0 || topics[n-1].Topic != tp.Topic {
+			ts := kmsg.NewUpdateMetadataRequestTopicState()
+			ts.Topic = tp.Topic
+			ts.TopicID = c.topicID(tp.Topic)
+			topics = append(topics, ts)
+		}
+		p := kmsg.NewUpdateMetadataRequestTopicPartition()
+		p.Topic, p.Partition = tp.Topic, tp.Partition
+		v, ok := view[tp]
+		if !ok {
+			p.Leader, p.LeaderEpoch = leaderDuringDelete, -1
+			p.ControllerEpoch = c.epoch
+		} else {
+			p.ControllerEpoch = v.controllerEpoch
+			p.Leader, p.LeaderEpoch = v.leader, v.leaderEpoch
+			p.ISR = slices.Clone(v.isr)
+			p.ZKVersion = v.zkVersion
+			p.Replicas = slices.Clone(v.replicas)
+			p.OfflineReplicas = slices.Clone(v.offline)
+		}
+		t := &topics[len(topics)-1]
+		t.PartitionStates = append(t.PartitionStates, p)
+	}
+	return topics
+}
+
+// mergeMetadata folds a newer UpdateMetadata into an older one still queued:
+// the newer live brokers and epochs, the older partitions it does not name.
+func mergeMetadata(old, newer *kmsg.UpdateMetadataRequest) *kmsg.UpdateMetadataRequest {
+	named := map[TP]bool{}
+	for _, t := range newer.TopicStates {
+		for _, p := range t.PartitionStates {
+			named[TP{t.Topic, p.Partition}] = true
+		}
+	}
+	out := *newer
+	out.TopicStates = nil
+	add := func(t kmsg.UpdateMetadataRequestTopicState, p kmsg.UpdateMetadataRequestTopicPartition) {
+		if n := len(out.TopicStates); n == 0 || out.TopicStates[n-1].Topic != t.Topic {
+			ts := kmsg.NewUpdateMetadataRequestTopicState()
+			ts.Topic, ts.TopicID = t.Topic, t.TopicID
+			out.TopicStates = append(out.TopicStates, ts)
+		}
+		ts := &out.TopicStates[len(out.TopicStates)-1]
+		ts.PartitionStates = append(ts.PartitionStates, p)
+	}
+	for _, t := range old.TopicStates {
+		for _, p := range t.PartitionStates {
+			if !named[TP{t.Topic, p.Partition}] {
+				add(t, p)
+			}
+		}
+	}
+	for _, t := range newer.TopicStates {
+		for _, p := range t.PartitionStates {
+			add(t, p)
+		}
+	}
+	return &out
+}
+
+func sortTPs(tps []TP) {
+	slices.SortFunc(tps, func(a, b TP) int {
+		if a.Topic != b.Topic {
+			return strings.Compare(a.Topic, b.Topic)
+		}
+		return int(a.Partition) - int(b.Partition)
+	})
 }
 
 // sendStopReplica tells broker b to stop replicating tps (and delete them with del).

@@ -249,28 +249,36 @@ func (m *Manager) BecomeLeaderOrFollower(controllerEpoch int32, updates []Leader
 	for _, e := range leaders {
 		addrs[e.ID] = e.Addr
 	}
-	// Partitions are applied in parallel: becoming leader writes the leader
-	// epoch checkpoint with an fsync, and a failover touches hundreds of them.
+	// Partitions are applied by a few workers in parallel: becoming leader
+	// writes the leader epoch checkpoint with an fsync, and a failover
+	// touches hundreds of them; a topic creation thousands.
 	errs := make(map[TP]error, len(updates))
-	var mu sync.Mutex
+	res := make([]error, len(updates))
+	work := make(chan int)
 	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	for _, u := range updates {
+	for range min(applyWorkers, len(updates)) {
 		wg.Add(1)
-		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
-			err := m.apply(u, addrs)
-			<-sem
-			mu.Lock()
-			errs[u.TP] = err
-			mu.Unlock()
+			for i := range work {
+				res[i] = m.apply(updates[i], addrs)
+			}
 		}()
 	}
+	for i := range updates {
+		work <- i
+	}
+	close(work)
 	wg.Wait()
+	for i, u := range updates {
+		errs[u.TP] = res[i]
+	}
 	m.leadersW.wakeAll()
 	return errs, nil
 }
+
+// applyWorkers is how many partitions of one LeaderAndIsr are applied at once.
+const applyWorkers = 16
 
 // AwaitLeaderEpoch waits until this broker's state for tp reaches leader
 // epoch epoch (leading it or not), or ctx ends. A follower learns of its new

@@ -196,6 +196,18 @@ func TestForgedUpdateMetadata(t *testing.T) {
 		um.TopicStates = []kmsg.UpdateMetadataRequestTopicState{ts}
 		send(t, b, um)
 	}
+	// The right broker, and t-0 marked deleted (leader -2) in an update.
+	for _, epoch := range guessedEpochs {
+		um := kmsg.NewPtrUpdateMetadataRequest()
+		um.Version, um.ControllerID, um.ControllerEpoch, um.BrokerEpoch = 7, 0, epoch, -1
+		ts := kmsg.NewUpdateMetadataRequestTopicState()
+		ts.Topic = "t"
+		ps := kmsg.NewUpdateMetadataRequestTopicPartition()
+		ps.Topic, ps.Partition, ps.Leader, ps.LeaderEpoch = "t", 0, -2, -1
+		ts.PartitionStates = []kmsg.UpdateMetadataRequestTopicPartition{ps}
+		um.TopicStates = []kmsg.UpdateMetadataRequestTopicState{ts}
+		send(t, b, um)
+	}
 	b.alive(t, "forged UpdateMetadata")
 	md := kmsg.NewPtrMetadataRequest()
 	md.Version = 7
@@ -211,6 +223,11 @@ func TestForgedUpdateMetadata(t *testing.T) {
 	}
 	if len(m.Topics) == 0 {
 		t.Error("the forged UpdateMetadata removed every topic from metadata")
+	}
+	for _, tp := range m.Topics {
+		if tp.Topic != nil && *tp.Topic == "t" && len(tp.Partitions) != 1 {
+			t.Errorf("topic t has %d partitions in metadata after a forged UpdateMetadata, want 1", len(tp.Partitions))
+		}
 	}
 	for _, tp := range m.Topics {
 		for _, p := range tp.Partitions {
