@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -109,7 +110,11 @@ func rounds3(ctx context.Context, c *brokerproc.Cluster, zookeeper string, parti
 	}
 	defer cl.Close()
 	adm := kadm.NewClient(cl)
-	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	// The broker answers once every partition has a leader in its metadata
+	// (or REQUEST_TIMED_OUT after the request's timeout, the creation going on).
+	adm.SetTimeoutMillis(int32((5 * time.Minute).Milliseconds()))
+	cctx, cancel := context.WithTimeout(ctx, 6*time.Minute)
+	start := time.Now()
 	resp, err := adm.CreateTopic(cctx, int32(partitions), 3, nil, topic)
 	cancel()
 	if err == nil {
@@ -118,8 +123,17 @@ func rounds3(ctx context.Context, c *brokerproc.Cluster, zookeeper string, parti
 	if err != nil {
 		return fmt.Errorf("create topic %s: %w", topic, err)
 	}
+	answered := time.Since(start)
 	settle := func() error { return waitTopic(ctx, addrs, topic, partitions, 3, 5*time.Minute) }
 	if err := settle(); err != nil {
+		return err
+	}
+	inSync := time.Since(start)
+	fmt.Fprintf(errOut, "failover: topic %s of %d partitions created in %v, every ISR full after %v\n", topic, partitions, answered, inSync)
+	if err := writeResults(filepath.Join(outDir, "create"), fmt.Sprintf("create_answered_ms=%s\ncreate_in_sync_ms=%s\n", millis(answered), millis(inSync))); err != nil {
+		return err
+	}
+	if err := idleStats(ctx, c, filepath.Join(outDir, "idle"), 10*time.Second, errOut); err != nil {
 		return err
 	}
 	all := kadm.TopicsSet{topic: {}}
@@ -148,10 +162,17 @@ func rounds3(ctx context.Context, c *brokerproc.Cluster, zookeeper string, parti
 			case <-time.After(2 * time.Minute):
 				return fmt.Errorf("%s round %d: broker %d still running", mode, r, victim)
 			}
+			restart := time.Now()
 			if err := b.Restart(); err != nil {
 				return fmt.Errorf("%s round %d: restarting broker %d: %w", mode, r, victim, err)
 			}
+			ready := time.Since(restart)
 			if err := settle(); err != nil {
+				return err
+			}
+			inSync := time.Since(restart)
+			if err := writeResults(filepath.Join(outDir, fmt.Sprintf("restart.%s.%d", mode, r)),
+				fmt.Sprintf("restart_ready_ms=%s\nrestart_in_sync_ms=%s\n", millis(ready), millis(inSync))); err != nil {
 				return err
 			}
 			// Leadership back to the preferred replicas, so every round starts
@@ -179,4 +200,83 @@ func logTails(w io.Writer, c *brokerproc.Cluster) {
 	for _, b := range c.Brokers() {
 		fmt.Fprintf(w, "--- broker %d (%s):\n%s\n", b.ID(), filepath.Join(c.Dir(), fmt.Sprintf("broker-%d", b.ID())), b.Tail(40))
 	}
+}
+
+func millis(d time.Duration) string {
+	return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64)
+}
+
+func writeResults(path, text string) error { return os.WriteFile(path, []byte(text), 0o644) }
+
+// idleStats writes each broker's resident memory and the CPU it used over
+// window with no client traffic (from /proc: VmRSS, utime+stime).
+func idleStats(ctx context.Context, c *brokerproc.Cluster, path string, window time.Duration, errOut io.Writer) error {
+	before := map[int32]float64{}
+	for _, b := range c.Brokers() {
+		cpu, err := procCPU(b.PID())
+		if err != nil {
+			return err
+		}
+		before[b.ID()] = cpu
+	}
+	start := time.Now()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(window):
+	}
+	elapsed := time.Since(start).Seconds()
+	var out strings.Builder
+	for _, b := range c.Brokers() {
+		cpu, err := procCPU(b.PID())
+		if err != nil {
+			return err
+		}
+		rss, err := procRSS(b.PID())
+		if err != nil {
+			return err
+		}
+		pct := (cpu - before[b.ID()]) / elapsed * 100
+		fmt.Fprintf(&out, "broker_%d_rss_mib=%.1f\nbroker_%d_idle_cpu_pct=%.2f\n", b.ID(), rss, b.ID(), pct)
+		fmt.Fprintf(errOut, "failover: broker %d: RSS %.1f MiB, %.2f%% of a core idle over %v\n", b.ID(), rss, pct, window)
+	}
+	return writeResults(path, out.String())
+}
+
+// procCPU is a process's user+system CPU time in seconds.
+func procCPU(pid int) (float64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name is in parentheses and may hold spaces: fields count from after it.
+	s := string(raw)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return (utime + stime) / clockTicks, nil
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times, 100 on Linux.
+const clockTicks = 100
+
+// procRSS is a process's resident set in MiB.
+func procRSS(pid int) (float64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024, err
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status has no VmRSS", pid)
 }
