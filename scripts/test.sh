@@ -65,6 +65,13 @@ go run ./cmd/ktool completion generate --dir completions --check
 say "go test"
 go test -count=1 -timeout 15m ./...
 
+# The short version of the scale and failover bench: 1,000 partitions (RF=3) on
+# 3 broker processes and a real ZooKeeper, one SIGKILL and one SIGTERM round;
+# it prints the figures and their ratios to issue 18's limits without judging
+# them (timings on a shared CI machine are not assertions).
+say "cluster bench, short (1,000 partitions, 1 round)"
+scripts/bench/cluster.sh --skip-throughput -f 1000 -r 1 --idle-seconds 2
+
 fuzztime=${KTOOL_FUZZTIME:-5s}
 say "fuzz (${fuzztime} each)"
 # Every target runs, whatever the others do; a failing one prints its whole

@@ -32,6 +32,7 @@ usage: scripts/bench/cluster.sh [options]
   -p, --partitions P           partitions of the throughput topics (default 6)
   -f, --failover-partitions N  partitions of the failover topic, RF=3 (default 1000)
   -r, --rounds R               SIGKILL and SIGTERM measurements each (default 3)
+      --idle-seconds S         how long the brokers' idle CPU is measured (default 10)
       --skip-throughput        only the failover measurements
       --skip-failover          only the throughput measurements
       --keep                   keep the work directory (binaries, logs, results)
@@ -46,6 +47,7 @@ records=3000000
 partitions=6
 failover_partitions=1000
 rounds=3
+idle_seconds=10
 skip_throughput=0
 skip_failover=0
 keep=0
@@ -55,6 +57,7 @@ while [[ $# -gt 0 ]]; do
 	-p | --partitions) partitions="$2"; shift 2 ;;
 	-f | --failover-partitions) failover_partitions="$2"; shift 2 ;;
 	-r | --rounds) rounds="$2"; shift 2 ;;
+	--idle-seconds) idle_seconds="$2"; shift 2 ;;
 	--skip-throughput) skip_throughput=1; shift ;;
 	--skip-failover) skip_failover=1; shift ;;
 	--keep) keep=1; shift ;;
@@ -62,7 +65,7 @@ while [[ $# -gt 0 ]]; do
 	*) echo "cluster.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
 	esac
 done
-for v in "$records" "$partitions" "$failover_partitions" "$rounds"; do
+for v in "$records" "$partitions" "$failover_partitions" "$rounds" "$idle_seconds"; do
 	if ! [[ "$v" =~ ^[1-9][0-9]*$ ]]; then
 		echo "cluster.sh: counts must be positive integers, got $v" >&2
 		exit 2
@@ -194,7 +197,7 @@ fi
 if [[ $skip_failover -eq 0 ]]; then
 	log "failover: topic with $failover_partitions partitions, RF=3, $rounds SIGKILL and $rounds SIGTERM rounds"
 	"$work/failover" run --ktool "$work/ktool" --dir "$work/failover-brokers" --zookeeper "$zk_addr/failover" \
-		--partitions "$failover_partitions" --rounds "$rounds" --out "$work" \
+		--partitions "$failover_partitions" --rounds "$rounds" --out "$work" --idle "${idle_seconds}s" \
 		--override zookeeper.session.timeout.ms=6000 --override replica.lag.time.max.ms=5000 \
 		--override min.insync.replicas=2 || die "the failover measurement failed (broker logs above)"
 	for mode in kill term; do
@@ -244,7 +247,7 @@ if [[ $skip_failover -eq 0 ]]; then
 	echo "  create topic, request to answer (all led):         $(kv create_answered_ms "$work/create") ms"
 	echo "  create topic, request to every ISR full, serving:  $(kv create_in_sync_ms "$work/create") ms"
 	for id in 1 2 3; do
-		echo "  broker $id idle (10 s, no traffic): RSS $(kv "broker_${id}_rss_mib" "$work/idle") MiB, CPU $(kv "broker_${id}_idle_cpu_pct" "$work/idle") % of a core"
+		echo "  broker $id idle ($idle_seconds s, no traffic): RSS $(kv "broker_${id}_rss_mib" "$work/idle") MiB, CPU $(kv "broker_${id}_idle_cpu_pct" "$work/idle") % of a core"
 	done
 	restarts() { # restarts KEY: min / median / max over every restart
 		local m r vals=()

@@ -82,6 +82,7 @@ func runRounds(ctx context.Context, args []string, errOut io.Writer) error {
 	partitions := fs.Int("partitions", 1000, "partitions of the topic, RF=3")
 	rounds := fs.Int("rounds", 3, "SIGKILL and SIGTERM measurements each")
 	outDir := fs.String("out", "", "directory for the results, failover.<mode>.<round>")
+	idle := fs.Duration("idle", 10*time.Second, "how long to measure the brokers' idle CPU")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -94,14 +95,14 @@ func runRounds(ctx context.Context, args []string, errOut io.Writer) error {
 		return fmt.Errorf("run: %w", err)
 	}
 	defer func() { _ = c.Stop(time.Minute) }()
-	if err := rounds3(ctx, c, cf.zookeeper, *partitions, *rounds, *outDir, errOut); err != nil {
+	if err := rounds3(ctx, c, cf.zookeeper, *partitions, *rounds, *outDir, *idle, errOut); err != nil {
 		logTails(errOut, c)
 		return fmt.Errorf("run: %w", err)
 	}
 	return nil
 }
 
-func rounds3(ctx context.Context, c *brokerproc.Cluster, zookeeper string, partitions, rounds int, outDir string, errOut io.Writer) error {
+func rounds3(ctx context.Context, c *brokerproc.Cluster, zookeeper string, partitions, rounds int, outDir string, idle time.Duration, errOut io.Writer) error {
 	const topic = "failover"
 	addrs := c.Addrs()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
@@ -133,7 +134,7 @@ func rounds3(ctx context.Context, c *brokerproc.Cluster, zookeeper string, parti
 	if err := writeResults(filepath.Join(outDir, "create"), fmt.Sprintf("create_answered_ms=%s\ncreate_in_sync_ms=%s\n", millis(answered), millis(inSync))); err != nil {
 		return err
 	}
-	if err := idleStats(ctx, c, filepath.Join(outDir, "idle"), 10*time.Second, errOut); err != nil {
+	if err := idleStats(ctx, c, filepath.Join(outDir, "idle"), idle, errOut); err != nil {
 		return err
 	}
 	all := kadm.TopicsSet{topic: {}}
