@@ -197,6 +197,9 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 		},
 		Logger:        b.logger,
 		ReplicaLagMax: b.cfg.Settings().ReplicaLagTimeMax,
+		FileReserve:   b.cfg.Settings().LogFdReserve,
+		FileCacheSize: b.cfg.Settings().LogFdCacheSize,
+		LoadThreads:   b.cfg.Settings().NumRecoveryThreadsPerDataDir * len(dirs),
 		Fetch: replica.FetcherConfig{
 			MaxWait:          b.cfg.Settings().ReplicaFetchWaitMax,
 			MaxBytes:         int32(b.cfg.Settings().ReplicaFetchResponseMaxBytes),

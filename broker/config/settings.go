@@ -60,6 +60,10 @@ type Settings struct {
 	LeaderImbalanceCheckPeriod time.Duration `config:"leader.imbalance.check.interval.seconds"`
 	ControllerSocketTimeout    time.Duration `config:"controller.socket.timeout.ms"`
 
+	NumRecoveryThreadsPerDataDir int `config:"num.recovery.threads.per.data.dir"`
+	LogFdCacheSize               int `config:"log.fd.cache.size"`
+	LogFdReserve                 int `config:"log.fd.reserve"`
+
 	ReplicaLagTimeMax            time.Duration `config:"replica.lag.time.max.ms"`
 	ReplicaFetchMaxBytes         Bytes         `config:"replica.fetch.max.bytes"`
 	ReplicaFetchResponseMaxBytes Bytes         `config:"replica.fetch.response.max.bytes"`

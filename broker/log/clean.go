@@ -51,6 +51,7 @@ type CleanResult struct {
 type cleanSeg struct {
 	seg   *segment
 	files *segFiles
+	f     *os.File // the open log file, once the pass holds its reference
 	idx   []offsetEntry
 	size  int64
 	end   int64 // base offset of the segment after it
@@ -71,7 +72,9 @@ type cleanPlan struct {
 
 func (p *cleanPlan) release() {
 	for _, cs := range p.segs {
-		cs.files.release()
+		if cs.f != nil {
+			cs.files.release()
+		}
 	}
 }
 
@@ -192,8 +195,13 @@ func (l *Log) planClean() (*cleanPlan, error) {
 	for pid, e := range l.producers.m {
 		p.lastBatch[pid] = e.lastOffset()
 	}
-	for _, cs := range p.segs {
-		cs.files.acquire()
+	for i := range p.segs {
+		f, err := p.segs[i].files.acquire()
+		if err != nil {
+			p.release()
+			return nil, storageError("clean "+l.dir, err)
+		}
+		p.segs[i].f = f
 	}
 	return p, nil
 }
@@ -229,7 +237,7 @@ func (l *Log) buildKeyMap(ctx context.Context, p *cleanPlan) (keyMap, int64, err
 		if err := l.abandoned(ctx); err != nil {
 			return nil, 0, err
 		}
-		sc := newBatchScanner(cs.files.log, lookupPosition(cs.idx, p.firstDirty-cs.seg.base), cs.size)
+		sc := newBatchScanner(cs.f, lookupPosition(cs.idx, p.firstDirty-cs.seg.base), cs.size)
 		for {
 			if err := ctx.Err(); err != nil {
 				return nil, 0, err
@@ -405,7 +413,7 @@ func (l *Log) writeCleanedLog(ctx context.Context, p *cleanPlan, f *os.File, out
 		if err := l.abandoned(ctx); err != nil {
 			return modTime, err
 		}
-		st, err := cs.files.log.Stat()
+		st, err := cs.f.Stat()
 		if err != nil {
 			return modTime, err
 		}
@@ -413,7 +421,7 @@ func (l *Log) writeCleanedLog(ctx context.Context, p *cleanPlan, f *os.File, out
 			modTime = st.ModTime()
 		}
 		dropTombstones := cs.ts < p.now-p.cfg.DeleteRetentionMs
-		sc := newBatchScanner(cs.files.log, 0, cs.size)
+		sc := newBatchScanner(cs.f, 0, cs.size)
 		for {
 			if err := ctx.Err(); err != nil {
 				return modTime, err
@@ -511,12 +519,9 @@ func (l *Log) swapIn(p *cleanPlan, outs []cleanedOut, end int64) (bool, error) {
 	for _, o := range outs {
 		var ns *segment
 		if o.ib.size > 0 || o.group[0].seg == p.first {
-			files, err := openSegmentFiles(l.dir, o.base(), 0, l.logger)
-			if err != nil {
-				return false, err
-			}
-			ns = &segment{base: o.base(), files: files, created: p.cfg.now()}
+			ns = &segment{base: o.base(), files: l.inactiveFiles(o.base()), created: p.cfg.now()}
 			o.ib.apply(ns)
+			ns.setIndexesOnDisk()
 		} else if err := removeSegmentFiles(l.dir, o.base()); err != nil {
 			return false, err
 		}
@@ -543,7 +548,7 @@ func (l *Log) swapIn(p *cleanPlan, outs []cleanedOut, end int64) (bool, error) {
 	l.cleanerPoint = end
 	l.mu.Unlock()
 	for s := range replaced {
-		s.files.release()
+		s.files.drop()
 	}
 	if err := l.syncTxnIndexFiles(); err != nil {
 		return true, err

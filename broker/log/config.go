@@ -56,6 +56,11 @@ type Config struct {
 	// catalog's resolution. Nil reads uncompressed batches only.
 	Codecs batch.Codecs
 
+	// FileCache holds the descriptors of inactive segments, shared by the
+	// broker's logs; nil gives the log its own, of privateFileCacheSize.
+	// Read by Open only.
+	FileCache *FileCache
+
 	Now func() time.Time // nil means time.Now
 }
 

@@ -24,6 +24,9 @@
 //     same points as offset index entries when the largest timestamp grew, and
 //     once more when the segment stops being active.
 //   - Index files hold exactly their entries, so their size gives the count.
+//     The entries live in memory; a file gets those it lacks when its segment
+//     is flushed, rolled, cut or closed, so after a crash the files of
+//     segments past the recovery point may lag (recovery rebuilds them).
 //   - recovery-point-offset-checkpoint, log-start-offset-checkpoint,
 //     high-watermark and, once the log was cleaned, cleaner-offset-checkpoint
 //     (where the next dirty section starts): Kafka's offset checkpoint text
@@ -91,10 +94,20 @@
 // limits and then header by header, and returns a file region of whole
 // batches of one segment, for the caller to send with sendfile at the
 // region's own offset. No record byte is read into memory. Regions hold a
-// reference to the segment's files: retention and truncation unlink files at
+// reference to the segment's file: retention and truncation unlink files at
 // once but close them only when the last region is released, and a segment
 // cut while regions of it are held is copied first, so a region's bytes never
 // change.
+//
+// # Descriptors
+//
+// Only the active segment's .log stays open. Index files are opened only to
+// be written. An inactive segment's .log is opened when a reference is taken
+// (a read, a flush, the cleaner, truncation) and, once the last one is
+// released, waits in the broker's FileCache, which closes the least recently
+// used beyond its bound; a file with references is never closed. PlanFiles
+// checks at start that RLIMIT_NOFILE holds one descriptor per partition plus
+// a reserve and the cache.
 //
 // # Flushing and recovery
 //

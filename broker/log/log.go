@@ -57,6 +57,8 @@ type Log struct {
 	firstUnstable int64          // first offset of the oldest open transaction, -1 if none
 	aborted       []AbortedTxn   // the aborted transaction index, by marker offset
 	txnDirty      map[int64]bool // .txnindex files appended to since the last flush
+
+	fds *FileCache // descriptors of inactive segments, shared by the broker's logs
 }
 
 // AppendResult describes a successful append.
@@ -589,11 +591,9 @@ func (l *Log) appendLocked(data []byte, hdrs []batch.Header, cfg Config, now tim
 		bpos += h.Size()
 	}
 
-	if _, err := s.files.log.WriteAt(data, pos); err != nil {
-		return errors.Join(storageError("write "+s.files.log.Name(), err), s.files.log.Truncate(pos))
-	}
-	if err := l.writeIndexes(s, newIdx, newTidx); err != nil {
-		return errors.Join(err, s.files.log.Truncate(pos))
+	f := s.files.activeFile()
+	if _, err := f.WriteAt(data, pos); err != nil {
+		return errors.Join(storageError("write "+s.files.path, err), f.Truncate(pos))
 	}
 	s.bytesSinceIdx = bytesSinceIdx
 
@@ -619,23 +619,6 @@ func (l *Log) appendLocked(data []byte, hdrs []batch.Header, cfg Config, now tim
 	return nil
 }
 
-// writeIndexes appends index entries to both files, undoing a partial write.
-func (l *Log) writeIndexes(s *segment, idx []offsetEntry, tidx []timeEntry) error {
-	if len(idx) > 0 {
-		if _, err := s.files.idx.Write(encodeOffsetEntries(nil, idx)); err != nil {
-			return errors.Join(storageError("append offset index", err), s.files.idx.Truncate(int64(len(s.idx))*offsetEntrySize))
-		}
-	}
-	if len(tidx) > 0 {
-		if _, err := s.files.tidx.Write(encodeTimeEntries(nil, tidx)); err != nil {
-			return errors.Join(storageError("append time index", err),
-				s.files.idx.Truncate(int64(len(s.idx))*offsetEntrySize),
-				s.files.tidx.Truncate(int64(len(s.tidx))*timeEntrySize))
-		}
-	}
-	return nil
-}
-
 // roll seals the active segment and starts a new one at the LEO, taking a
 // producer snapshot there as Kafka does. appendMu is held.
 func (l *Log) roll(now time.Time) (*segment, error) {
@@ -644,20 +627,24 @@ func (l *Log) roll(now time.Time) (*segment, error) {
 	err := old.sealTimeIndex()
 	leo := l.leo
 	l.mu.Unlock()
+	if err == nil {
+		err = old.writeIndexes(l.dir, old.idx, old.tidx)
+	}
 	if err != nil {
 		return nil, storageError("seal time index", err)
 	}
-	ns, err := createSegment(l.dir, leo, now, l.logger)
+	ns, err := createSegment(l.dir, leo, now, l.fds, l.logger)
 	if err != nil {
 		return nil, storageError("create segment", err)
 	}
 	if err := writeSnapshot(l.dir, l.producers, leo); err != nil {
-		ns.files.release()
+		ns.files.drop()
 		return nil, storageError("write producer snapshot", err)
 	}
 	l.mu.Lock()
 	l.segs = append(l.segs, ns)
 	l.mu.Unlock()
+	old.files.unpin()
 	l.logger.Debug("rolled segment", "dir", l.dir, "base", leo)
 	return ns, nil
 }
@@ -684,17 +671,27 @@ func (l *Log) flushLocked() error {
 		return ErrClosed
 	}
 	target := l.leo
-	var todo []*segment
+	type syncing struct {
+		s    *segment
+		f    *os.File
+		idx  []offsetEntry
+		tidx []timeEntry
+	}
+	var todo []syncing
+	var errs []error
 	for _, s := range l.segs[l.segmentFor(l.recoveryPoint):] {
-		s.files.acquire()
-		todo = append(todo, s)
+		f, err := s.files.acquire()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		todo = append(todo, syncing{s, f, s.idx, s.tidx})
 	}
 	l.mu.Unlock()
 
-	var errs []error
-	for _, s := range todo {
-		errs = append(errs, s.sync())
-		s.files.release()
+	for _, t := range todo {
+		errs = append(errs, t.s.sync(l.dir, t.f, t.idx, t.tidx))
+		t.s.files.release()
 	}
 	errs = append(errs, l.syncTxnIndexData(), syncDir(l.dir))
 	if err := errors.Join(errs...); err != nil {
@@ -820,7 +817,7 @@ func (l *Log) closeFiles() {
 	defer l.mu.Unlock()
 	l.closed = true
 	for _, s := range l.segs {
-		s.files.release()
+		s.files.drop()
 	}
 }
 

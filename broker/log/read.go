@@ -68,10 +68,13 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 		// Appends never write below an index slice's length and truncation
 		// gives the segment a new array, so idx may be searched unlocked.
 		idx, base, size, files := s.idx, s.base, s.size, s.files
-		files.acquire()
+		f, err := files.acquire()
 		l.mu.Unlock()
+		if err != nil {
+			return Region{}, storageError("open segment", err)
+		}
 
-		r, found, err := readSegment(files, idx, base, size, cur, maxBytes, maxOffset, minOneBatch)
+		r, found, err := readSegment(files, f, idx, base, size, cur, maxBytes, maxOffset, minOneBatch)
 		if err != nil || found {
 			return r, err
 		}
@@ -89,8 +92,7 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 // and extends the region while the limits allow. It owns one reference to
 // files, which it hands to the returned region or releases, except when it
 // reports not found (the caller releases then).
-func readSegment(files *segFiles, idx []offsetEntry, base, size, offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (Region, bool, error) {
-	f := files.log
+func readSegment(files *segFiles, f *os.File, idx []offsetEntry, base, size, offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (Region, bool, error) {
 	var hb [batch.HeaderSize]byte
 	pos := lookupPosition(idx, offset-base)
 	for {

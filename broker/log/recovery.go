@@ -40,13 +40,17 @@ func Open(dir string, cfg Config, logger *slog.Logger) (*Log, error) {
 		firstUnstable: -1,
 		lastFlush:     cfg.now(),
 		checkpointed:  make(map[string]int64),
+		fds:           cfg.FileCache,
+	}
+	if l.fds == nil {
+		l.fds = NewFileCache(privateFileCacheSize)
 	}
 	marker := filepath.Join(dir, cleanShutdownFile)
 	_, err := os.Stat(marker)
 	clean := err == nil
 	if err := l.load(clean); err != nil {
 		for _, s := range l.segs {
-			s.files.release()
+			s.files.drop()
 		}
 		return nil, fmt.Errorf("open log %s: %w", dir, err)
 	}
@@ -100,7 +104,7 @@ func (l *Log) load(clean bool) error {
 		}
 	}
 	if len(l.segs) == 0 {
-		s, err := createSegment(l.dir, logStart, now, l.logger)
+		s, err := createSegment(l.dir, logStart, now, l.fds, l.logger)
 		if err != nil {
 			return err
 		}
@@ -130,6 +134,9 @@ func (l *Log) load(clean bool) error {
 	if err := l.checkContiguity(); err != nil {
 		return err
 	}
+	if err := l.active().files.pin(); err != nil {
+		return err
+	}
 
 	l.leo = l.active().next
 	if hasLogStart {
@@ -142,7 +149,7 @@ func (l *Log) load(clean bool) error {
 		if err := l.dropSegmentsFrom(0, "the log start offset is past them"); err != nil {
 			return err
 		}
-		s, err := createSegment(l.dir, l.logStart, now, l.logger)
+		s, err := createSegment(l.dir, l.logStart, now, l.fds, l.logger)
 		if err != nil {
 			return err
 		}
@@ -258,25 +265,20 @@ func (l *Log) openSegment(base int64) (*segment, bool, error) {
 			ok = false
 		}
 	}
-	files, err := openSegmentFiles(l.dir, base, 0, l.logger)
+	files := l.inactiveFiles(base)
+	st, err := os.Stat(files.path)
 	if err != nil {
-		return nil, false, err
-	}
-	st, err := files.log.Stat()
-	if err != nil {
-		files.release()
 		return nil, false, err
 	}
 	s := &segment{base: base, files: files, size: st.Size(), next: base, maxTs: -1, offMaxTs: -1, rollTs: -1, created: l.cfg.now()}
 	if s.size > math.MaxInt32 {
-		files.release()
-		return nil, false, fmt.Errorf("segment %s is %d bytes, more than an index can address", files.log.Name(), s.size)
+		return nil, false, fmt.Errorf("segment %s is %d bytes, more than an index can address", files.path, s.size)
 	}
-	if s.idx, err = readOffsetIndex(files.idx.Name(), s.size); err != nil {
+	if s.idx, err = readOffsetIndex(segmentPath(l.dir, base, indexExt), s.size); err != nil {
 		l.logger.Warn("offset index will be rebuilt", "err", err)
 		ok = false
 	}
-	if s.tidx, err = readTimeIndex(files.tidx.Name()); err != nil {
+	if s.tidx, err = readTimeIndex(segmentPath(l.dir, base, timeIndexExt)); err != nil {
 		l.logger.Warn("time index will be rebuilt", "err", err)
 		ok = false
 	}
@@ -284,12 +286,15 @@ func (l *Log) openSegment(base int64) (*segment, bool, error) {
 	// no entry, or without the time entry written when it was sealed, is
 	// rebuilt rather than trusted.
 	if ok && len(s.idx) == 0 && s.size > 2*(int64(l.cfg.IndexIntervalBytes)+int64(l.cfg.MaxMessageBytes)) {
-		l.logger.Warn("offset index is empty for a large segment and will be rebuilt", "file", files.idx.Name())
+		l.logger.Warn("offset index is empty for a large segment and will be rebuilt", "file", segmentPath(l.dir, base, indexExt))
 		ok = false
 	}
 	if ok && len(s.tidx) == 0 && s.size > 0 {
-		l.logger.Warn("time index is empty for a non-empty segment and will be rebuilt", "file", files.tidx.Name())
+		l.logger.Warn("time index is empty for a non-empty segment and will be rebuilt", "file", segmentPath(l.dir, base, timeIndexExt))
 		ok = false
+	}
+	if ok {
+		s.setIndexesOnDisk()
 	}
 	return s, ok, nil
 }
@@ -301,8 +306,13 @@ func (l *Log) loadTrusted(s *segment) error {
 	if s.size == 0 {
 		return nil
 	}
+	f, err := s.files.acquire()
+	if err != nil {
+		return err
+	}
+	defer s.files.release()
 	var hb [batch.HeaderSize]byte
-	first, err := readHeaderAt(s.files.log, 0, &hb)
+	first, err := readHeaderAt(f, 0, &hb)
 	if err != nil {
 		return err
 	}
@@ -319,7 +329,7 @@ func (l *Log) loadTrusted(s *segment) error {
 	}
 	s.bytesSinceIdx = s.size - pos
 	for pos < s.size {
-		h, err := readHeaderAt(s.files.log, pos, &hb)
+		h, err := readHeaderAt(f, pos, &hb)
 		if err != nil {
 			return err
 		}
@@ -330,7 +340,7 @@ func (l *Log) loadTrusted(s *segment) error {
 		pos += h.Size()
 	}
 	if pos != s.size {
-		return fmt.Errorf("last batch runs past the end of %s", s.files.log.Name())
+		return fmt.Errorf("last batch runs past the end of %s", s.files.path)
 	}
 	return nil
 }
@@ -339,7 +349,12 @@ func (l *Log) loadTrusted(s *segment) error {
 // At the first torn, corrupt or out-of-order batch the segment is cut; cut
 // reports that. Gaps between batches are left by the cleaner and allowed.
 func (l *Log) recoverSegment(s *segment, interval int64) (cut bool, err error) {
-	sc := newBatchScanner(s.files.log, 0, s.size)
+	f, err := s.files.acquire()
+	if err != nil {
+		return false, err
+	}
+	defer s.files.release()
+	sc := newBatchScanner(f, 0, s.size)
 	ib := newIndexBuilder(s.base, interval)
 	for {
 		h, _, pos, ok := sc.next()
@@ -354,17 +369,18 @@ func (l *Log) recoverSegment(s *segment, interval int64) (cut bool, err error) {
 		l.epochs.assign(h.PartitionLeaderEpoch, h.BaseOffset)
 	}
 	if ib.size < s.size {
-		l.logger.Warn("truncating damaged segment", "file", s.files.log.Name(), "validBytes", ib.size, "droppedBytes", s.size-ib.size, "reason", sc.err)
-		if err := s.files.log.Truncate(ib.size); err != nil {
+		l.logger.Warn("truncating damaged segment", "file", s.files.path, "validBytes", ib.size, "droppedBytes", s.size-ib.size, "reason", sc.err)
+		if err := f.Truncate(ib.size); err != nil {
 			return false, err
 		}
 		cut = true
 	}
 	ib.seal()
-	if err := rewriteIndexes(s.files, ib.idx, ib.tidx); err != nil {
+	if err := rewriteIndexes(l.dir, s.base, ib.idx, ib.tidx); err != nil {
 		return false, err
 	}
 	ib.apply(s)
+	s.setIndexesOnDisk()
 	return cut, nil
 }
 
@@ -421,25 +437,20 @@ func (b *indexBuilder) apply(s *segment) {
 	s.bytesSinceIdx = b.sinceIdx
 }
 
-func rewriteIndexes(files *segFiles, idx []offsetEntry, tidx []timeEntry) error {
-	if err := files.idx.Truncate(0); err != nil {
-		return err
-	}
-	if err := files.tidx.Truncate(0); err != nil {
-		return err
-	}
-	if _, err := files.idx.Write(encodeOffsetEntries(nil, idx)); err != nil {
-		return err
-	}
-	_, err := files.tidx.Write(encodeTimeEntries(nil, tidx))
-	return err
+// rewriteIndexes replaces a segment's index files with the entries given,
+// fsynced.
+func rewriteIndexes(dir string, base int64, idx []offsetEntry, tidx []timeEntry) error {
+	return errors.Join(
+		writeSynced(segmentPath(dir, base, indexExt), encodeOffsetEntries(nil, idx)),
+		writeSynced(segmentPath(dir, base, timeIndexExt), encodeTimeEntries(nil, tidx)),
+	)
 }
 
 // dropSegmentsFrom unlinks segments i and later.
 func (l *Log) dropSegmentsFrom(i int, why string) error {
 	var errs []error
 	for _, s := range l.segs[i:] {
-		l.logger.Warn("deleting segment", "file", s.files.log.Name(), "why", why)
+		l.logger.Warn("deleting segment", "file", s.files.path, "why", why)
 		errs = append(errs, s.unlink(l.dir))
 	}
 	l.segs = l.segs[:i]
@@ -454,7 +465,7 @@ func (l *Log) checkContiguity() error {
 	for i := 0; i+1 < len(l.segs); {
 		s := l.segs[i]
 		if s.empty() && i > 0 {
-			l.logger.Warn("deleting empty inner segment", "file", s.files.log.Name())
+			l.logger.Warn("deleting empty inner segment", "file", s.files.path)
 			if err := s.unlink(l.dir); err != nil {
 				return err
 			}
@@ -493,14 +504,18 @@ func (l *Log) rebuildProducerState(limit int64) error {
 		if s.next <= from {
 			continue
 		}
-		sc := newBatchScanner(s.files.log, lookupPosition(s.idx, from-s.base), s.size)
+		f, err := s.files.acquire()
+		if err != nil {
+			return err
+		}
+		sc := newBatchScanner(f, lookupPosition(s.idx, from-s.base), s.size)
 		sc.headersOnly = true
 		for sc.pos < s.size {
 			h, _, pos, ok := sc.next()
 			if !ok {
 				// Only a segment trusted without a rescan can get here;
 				// its readers will meet the damage too.
-				l.logger.Error("producer state replay stopped at a damaged batch", "file", s.files.log.Name(), "err", sc.err)
+				l.logger.Error("producer state replay stopped at a damaged batch", "file", s.files.path, "err", sc.err)
 				break
 			}
 			if h.BaseOffset < from {
@@ -508,9 +523,9 @@ func (l *Log) rebuildProducerState(limit int64) error {
 			}
 			var m *batch.Marker
 			if h.Control() && h.ProducerID >= 0 {
-				mk, err := readMarker(s.files.log, pos, h.Size())
+				mk, err := readMarker(f, pos, h.Size())
 				if err != nil {
-					l.logger.Warn("control batch without a readable marker", "file", s.files.log.Name(), "offset", h.BaseOffset, "err", err)
+					l.logger.Warn("control batch without a readable marker", "file", s.files.path, "offset", h.BaseOffset, "err", err)
 				} else {
 					m = &mk
 				}
@@ -519,6 +534,7 @@ func (l *Log) rebuildProducerState(limit int64) error {
 				rebuilt = append(rebuilt, AbortedTxn{ProducerID: done.producerID, FirstOffset: done.first, LastOffset: done.last, LastStableOffset: ps.stableAfter(done)})
 			}
 		}
+		s.files.release()
 	}
 	ps.evictBefore(l.logStart)
 	l.producers = ps

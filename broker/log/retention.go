@@ -2,6 +2,7 @@ package log
 
 import (
 	"errors"
+	"os"
 	"time"
 )
 
@@ -45,7 +46,7 @@ func segmentTimestamp(s *segment) int64 {
 	if s.maxTs >= 0 {
 		return s.maxTs
 	}
-	st, err := s.files.log.Stat()
+	st, err := os.Stat(s.files.path)
 	if err != nil {
 		return time.Now().UnixMilli()
 	}
@@ -82,7 +83,7 @@ func (l *Log) deleteSegmentsLocked(del func(s, next *segment, logStart int64) bo
 
 	var errs []error
 	for _, s := range drop {
-		l.logger.Debug("deleting segment", "file", s.files.log.Name(), "logStart", logStart)
+		l.logger.Debug("deleting segment", "file", s.files.path, "logStart", logStart)
 		errs = append(errs, s.unlink(l.dir))
 	}
 	l.producers.evictBefore(logStart)

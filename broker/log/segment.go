@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/ktoolhq/ktool/internal/batch"
@@ -25,37 +25,16 @@ func segmentPath(dir string, base int64, ext string) string {
 	return filepath.Join(dir, fmt.Sprintf("%020d%s", base, ext))
 }
 
-// segFiles are the open files of one segment. They are reference counted:
-// the segment holds one reference and every Region and flush in progress one
-// more, so a segment deleted or rewritten under a reader stays readable until
-// the last reference goes.
-type segFiles struct {
-	log, idx, tidx *os.File
-	refs           atomic.Int32
-	logger         *slog.Logger
-}
-
-func newSegFiles(log, idx, tidx *os.File, logger *slog.Logger) *segFiles {
-	f := &segFiles{log: log, idx: idx, tidx: tidx, logger: logger}
-	f.refs.Store(1)
-	return f
-}
-
-func (f *segFiles) acquire() { f.refs.Add(1) }
-
-func (f *segFiles) release() {
-	if f.refs.Add(-1) != 0 {
-		return
-	}
-	for _, file := range []*os.File{f.log, f.idx, f.tidx} {
-		if err := file.Close(); err != nil {
-			f.logger.Warn("closing segment file", "file", file.Name(), "err", err)
-		}
-	}
-}
-
 // segment is one log file with its indexes. Fields are written only with the
 // Log's appendMu and mu both held; readers hold one of them.
+//
+// The indexes live in memory (idx, tidx) and their files hold no
+// descriptor: entries reach the files when the segment is flushed, rolled or
+// cut (writeIndexes), each time by opening the file, writing what it lacks
+// and closing it. After a crash a file may lack entries that were not
+// flushed; recovery rebuilds the indexes of every segment from the recovery
+// point, and entries below it were written and fsynced by the flush that
+// moved it.
 type segment struct {
 	base  int64
 	files *segFiles
@@ -71,36 +50,103 @@ type segment struct {
 	created  time.Time
 
 	bytesSinceIdx int64
+
+	ixMu       sync.Mutex // the index files and the counts below
+	idxOnDisk  int        // entries of idx in the offset index file
+	tidxOnDisk int        // entries of tidx in the time index file
+	ixUnsynced bool       // index bytes written since the last fsync
 }
 
 func openFile(path string, flag int) (*os.File, error) {
 	return os.OpenFile(path, flag, 0o644)
 }
 
-// createSegment starts an empty segment at base, replacing stale files of the
-// same name.
-func createSegment(dir string, base int64, now time.Time, logger *slog.Logger) (*segment, error) {
-	files, err := openSegmentFiles(dir, base, os.O_TRUNC, logger)
+// createSegment starts an empty active segment at base, replacing stale
+// files of the same name.
+func createSegment(dir string, base int64, now time.Time, cache *FileCache, logger *slog.Logger) (*segment, error) {
+	path := segmentPath(dir, base, logExt)
+	lf, err := openFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC)
 	if err != nil {
 		return nil, err
 	}
-	return &segment{base: base, files: files, next: base, maxTs: -1, offMaxTs: -1, rollTs: -1, created: now}, nil
+	for _, ext := range []string{indexExt, timeIndexExt} {
+		f, err := openFile(segmentPath(dir, base, ext), os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+		if err == nil {
+			err = f.Close()
+		}
+		if err != nil {
+			return nil, errors.Join(err, lf.Close())
+		}
+	}
+	return &segment{base: base, files: newSegFiles(path, lf, cache, logger), next: base, maxTs: -1, offMaxTs: -1, rollTs: -1, created: now}, nil
 }
 
-func openSegmentFiles(dir string, base int64, extra int, logger *slog.Logger) (*segFiles, error) {
-	lf, err := openFile(segmentPath(dir, base, logExt), os.O_RDWR|os.O_CREATE|extra)
-	if err != nil {
-		return nil, err
+// writeIndexes appends the index entries the files lack, without fsync.
+// idx and tidx are the segment's slices, read with appendMu or mu held:
+// appends only add entries past them, and truncation (which holds flushMu
+// and appendMu, so runs alone) resets the counts.
+func (s *segment) writeIndexes(dir string, idx []offsetEntry, tidx []timeEntry) error {
+	s.ixMu.Lock()
+	defer s.ixMu.Unlock()
+	return s.writeIndexesLocked(dir, idx, tidx)
+}
+
+func (s *segment) writeIndexesLocked(dir string, idx []offsetEntry, tidx []timeEntry) error {
+	if s.idxOnDisk < len(idx) {
+		if err := writeAtPath(segmentPath(dir, s.base, indexExt), encodeOffsetEntries(nil, idx[s.idxOnDisk:]), int64(s.idxOnDisk)*offsetEntrySize); err != nil {
+			return fmt.Errorf("append offset index: %w", err)
+		}
+		s.idxOnDisk = len(idx)
+		s.ixUnsynced = true
 	}
-	xf, err := openFile(segmentPath(dir, base, indexExt), os.O_RDWR|os.O_CREATE|os.O_APPEND|extra)
-	if err != nil {
-		return nil, errors.Join(err, lf.Close())
+	if s.tidxOnDisk < len(tidx) {
+		if err := writeAtPath(segmentPath(dir, s.base, timeIndexExt), encodeTimeEntries(nil, tidx[s.tidxOnDisk:]), int64(s.tidxOnDisk)*timeEntrySize); err != nil {
+			return fmt.Errorf("append time index: %w", err)
+		}
+		s.tidxOnDisk = len(tidx)
+		s.ixUnsynced = true
 	}
-	tf, err := openFile(segmentPath(dir, base, timeIndexExt), os.O_RDWR|os.O_CREATE|os.O_APPEND|extra)
+	return nil
+}
+
+// writeAtPath writes b at off in the file at path and cuts the file there,
+// so that it holds exactly its entries.
+func writeAtPath(path string, b []byte, off int64) error {
+	f, err := openFile(path, os.O_WRONLY|os.O_CREATE)
 	if err != nil {
-		return nil, errors.Join(err, lf.Close(), xf.Close())
+		return err
 	}
-	return newSegFiles(lf, xf, tf, logger), nil
+	_, err = f.WriteAt(b, off)
+	if err == nil {
+		err = f.Truncate(off + int64(len(b)))
+	}
+	return errors.Join(err, f.Close())
+}
+
+// setIndexesOnDisk records that the index files hold exactly the segment's
+// entries, fsynced (recovery and the cleaner wrote them so).
+func (s *segment) setIndexesOnDisk() {
+	s.ixMu.Lock()
+	s.idxOnDisk, s.tidxOnDisk, s.ixUnsynced = len(s.idx), len(s.tidx), false
+	s.ixMu.Unlock()
+}
+
+// cutIndexFiles shortens the index files to the segment's entries after a
+// truncation removed some; appendMu and flushMu are held.
+func (s *segment) cutIndexFiles(dir string) error {
+	s.ixMu.Lock()
+	defer s.ixMu.Unlock()
+	var errs []error
+	if s.idxOnDisk > len(s.idx) {
+		s.idxOnDisk = len(s.idx)
+		errs = append(errs, os.Truncate(segmentPath(dir, s.base, indexExt), int64(s.idxOnDisk)*offsetEntrySize))
+	}
+	if s.tidxOnDisk > len(s.tidx) {
+		s.tidxOnDisk = len(s.tidx)
+		errs = append(errs, os.Truncate(segmentPath(dir, s.base, timeIndexExt), int64(s.tidxOnDisk)*timeEntrySize))
+	}
+	s.ixUnsynced = true
+	return errors.Join(errs...)
 }
 
 func (s *segment) empty() bool { return s.size == 0 }
@@ -115,7 +161,8 @@ func (s *segment) lastTimeEntryTs() int64 {
 
 // sealTimeIndex appends the segment's final largest timestamp to the time
 // index, as Kafka does when a segment stops being active, so that retention
-// and timestamp lookups need no scan after a restart.
+// and timestamp lookups need no scan after a restart. mu is held; the entry
+// reaches the file with writeIndexes.
 func (s *segment) sealTimeIndex() error {
 	if s.maxTs < 0 || s.maxTs <= s.lastTimeEntryTs() {
 		return nil
@@ -123,9 +170,6 @@ func (s *segment) sealTimeIndex() error {
 	e := timeEntry{ts: s.maxTs, rel: int32(s.offMaxTs - s.base)}
 	if n := len(s.tidx); n > 0 && e.rel < s.tidx[n-1].rel {
 		return nil
-	}
-	if _, err := s.files.tidx.Write(encodeTimeEntries(nil, []timeEntry{e})); err != nil {
-		return fmt.Errorf("append time index: %w", err)
 	}
 	s.tidx = append(s.tidx, e)
 	return nil
@@ -140,12 +184,35 @@ func (s *segment) unlink(dir string) error {
 			errs = append(errs, err)
 		}
 	}
-	s.files.release()
+	s.files.drop()
 	return errors.Join(errs...)
 }
 
-func (s *segment) sync() error {
-	return errors.Join(s.files.log.Sync(), s.files.idx.Sync(), s.files.tidx.Sync())
+// sync writes the index entries the files lack and fsyncs the log f (the
+// caller holds a reference) and any index file written since the last sync.
+func (s *segment) sync(dir string, f *os.File, idx []offsetEntry, tidx []timeEntry) error {
+	s.ixMu.Lock()
+	defer s.ixMu.Unlock()
+	err := s.writeIndexesLocked(dir, idx, tidx)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil && s.ixUnsynced {
+		err = errors.Join(syncPath(segmentPath(dir, s.base, indexExt)), syncPath(segmentPath(dir, s.base, timeIndexExt)))
+		if err == nil {
+			s.ixUnsynced = false
+		}
+	}
+	return err
+}
+
+// syncPath fsyncs the file at path.
+func syncPath(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	return errors.Join(f.Sync(), f.Close())
 }
 
 // readHeaderAt reads the batch header at pos without reading record bytes.

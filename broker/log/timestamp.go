@@ -3,6 +3,7 @@ package log
 import (
 	"context"
 	"errors"
+	"os"
 
 	"github.com/ktoolhq/ktool/internal/batch"
 )
@@ -51,10 +52,14 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, ok bo
 			from = lookupPosition(s.idx, cur-s.base)
 		}
 		size, files := s.size, s.files
-		files.acquire()
+		f, err := files.acquire()
 		l.mu.Unlock()
+		if err != nil {
+			l.logger.Warn("timestamp lookup", "dir", l.dir, "err", err)
+			return -1, -1, false
+		}
 
-		off, rts, found, err := l.searchTimestamp(files, from, size, ts, cur)
+		off, rts, found, err := l.searchTimestamp(f, from, size, ts, cur)
 		files.release()
 		if err != nil {
 			l.logger.Warn("timestamp lookup", "dir", l.dir, "err", err)
@@ -72,15 +77,15 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, ok bo
 
 // searchTimestamp scans the headers of [from, size) for the first batch that
 // holds a record at or after minOffset with timestamp >= ts.
-func (l *Log) searchTimestamp(files *segFiles, from, size, ts, minOffset int64) (int64, int64, bool, error) {
+func (l *Log) searchTimestamp(f *os.File, from, size, ts, minOffset int64) (int64, int64, bool, error) {
 	var hb [batch.HeaderSize]byte
 	for pos := from; pos < size; {
-		h, err := readHeaderAt(files.log, pos, &hb)
+		h, err := readHeaderAt(f, pos, &hb)
 		if err != nil {
 			return 0, 0, false, err
 		}
 		if h.MaxTimestamp >= ts && h.LastOffset() >= minOffset {
-			off, rts, found := l.recordAtOrAfter(files, pos, h, ts, minOffset)
+			off, rts, found := l.recordAtOrAfter(f, pos, h, ts, minOffset)
 			if found {
 				return off, rts, true, nil
 			}
@@ -93,11 +98,11 @@ func (l *Log) searchTimestamp(files *segFiles, from, size, ts, minOffset int64) 
 // recordAtOrAfter finds, inside the batch h at pos, the first record at or
 // after minOffset with timestamp >= ts. When the records cannot be read it
 // falls back to the batch: its first eligible offset and largest timestamp.
-func (l *Log) recordAtOrAfter(files *segFiles, pos int64, h batch.Header, ts, minOffset int64) (int64, int64, bool) {
+func (l *Log) recordAtOrAfter(f *os.File, pos int64, h batch.Header, ts, minOffset int64) (int64, int64, bool) {
 	if h.LogAppendTime() {
 		return max(h.BaseOffset, minOffset), h.MaxTimestamp, true
 	}
-	b, err := readBatch(files, pos, h)
+	b, err := readBatch(f, pos, h)
 	if err == nil {
 		var off, rts int64
 		var found bool
@@ -124,9 +129,9 @@ func (l *Log) recordAtOrAfter(files *segFiles, pos int64, h batch.Header, ts, mi
 var errFound = errors.New("found")
 
 // readBatch reads the whole batch h at pos.
-func readBatch(files *segFiles, pos int64, h batch.Header) ([]byte, error) {
+func readBatch(f *os.File, pos int64, h batch.Header) ([]byte, error) {
 	b := make([]byte, h.Size())
-	if _, err := files.log.ReadAt(b, pos); err != nil {
+	if _, err := f.ReadAt(b, pos); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -148,18 +153,22 @@ func (l *Log) MaxTimestamp() (offset int64, timestamp int64) {
 	}
 	from := lookupPosition(best.idx, best.offMaxTs-best.base)
 	size, files, maxTs, offMaxTs, logStart := best.size, best.files, best.maxTs, best.offMaxTs, l.logStart
-	files.acquire()
+	f, err := files.acquire()
 	l.mu.Unlock()
+	if err != nil {
+		l.logger.Warn("max timestamp lookup", "dir", l.dir, "err", err)
+		return offMaxTs, maxTs
+	}
 	defer files.release()
 
 	var hb [batch.HeaderSize]byte
 	for pos := from; pos < size; {
-		h, err := readHeaderAt(files.log, pos, &hb)
+		h, err := readHeaderAt(f, pos, &hb)
 		if err != nil {
 			break
 		}
 		if h.LastOffset() >= offMaxTs {
-			off, ts, _ := l.recordAtOrAfter(files, pos, h, maxTs, logStart)
+			off, ts, _ := l.recordAtOrAfter(f, pos, h, maxTs, logStart)
 			return off, ts
 		}
 		pos += h.Size()

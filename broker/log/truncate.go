@@ -39,6 +39,9 @@ func (l *Log) TruncateTo(offset int64) error {
 		return err
 	}
 	s := l.segs[i]
+	if err := s.files.pin(); err != nil {
+		return storageError("truncate", err)
+	}
 	cut, newNext, err := findBatch(s, offset)
 	if err != nil {
 		return err
@@ -71,9 +74,14 @@ func (l *Log) TruncateTo(offset int64) error {
 // findBatch returns the position and base offset of the batch holding offset
 // in s, which must hold it.
 func findBatch(s *segment, offset int64) (int64, int64, error) {
+	f, err := s.files.acquire()
+	if err != nil {
+		return 0, 0, storageError("truncate", err)
+	}
+	defer s.files.release()
 	var hb [batch.HeaderSize]byte
 	for pos := lookupPosition(s.idx, offset-s.base); pos < s.size; {
-		h, err := readHeaderAt(s.files.log, pos, &hb)
+		h, err := readHeaderAt(f, pos, &hb)
 		if err != nil {
 			return 0, 0, storageError("truncate", err)
 		}
@@ -93,7 +101,7 @@ func (l *Log) dropSegmentsLocked(i int, why string) error {
 	l.mu.Unlock()
 	var errs []error
 	for _, s := range drop {
-		l.logger.Debug("deleting segment", "file", s.files.log.Name(), "why", why)
+		l.logger.Debug("deleting segment", "file", s.files.path, "why", why)
 		errs = append(errs, s.unlink(l.dir))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -113,7 +121,14 @@ func (l *Log) cutSegment(s *segment, pos, next int64) error {
 	for len(tidx) > 0 && s.base+int64(tidx[len(tidx)-1].rel) >= next {
 		tidx = tidx[:len(tidx)-1]
 	}
-	maxTs, offMaxTs, err := tailMaxTimestamp(s, idx, tidx, pos)
+	f, err := s.files.acquire()
+	if err != nil {
+		return storageError("truncate segment", err)
+	}
+	// The reference is held until the segment has its new file: the old
+	// one must stay open for readers that find the segment meanwhile.
+	defer s.files.release()
+	maxTs, offMaxTs, err := tailMaxTimestamp(s, f, idx, tidx, pos)
 	if err != nil {
 		return err
 	}
@@ -131,24 +146,21 @@ func (l *Log) cutSegment(s *segment, pos, next int64) error {
 	}
 
 	l.mu.Lock()
-	shared := s.files.refs.Load() > 1
+	// Ours is the one reference besides the segment's when no region holds it.
+	shared := s.files.users() > 1
 	if !shared {
 		update()
 	}
 	l.mu.Unlock()
 	if !shared {
-		err := errors.Join(
-			s.files.log.Truncate(pos),
-			s.files.idx.Truncate(int64(len(idx))*offsetEntrySize),
-			s.files.tidx.Truncate(int64(len(tidx))*timeEntrySize),
-		)
+		err := errors.Join(f.Truncate(pos), s.cutIndexFiles(l.dir))
 		if err != nil {
 			return storageError("truncate segment", err)
 		}
 		return nil
 	}
 
-	files, err := copySegmentPrefix(l, s, pos, len(idx), len(tidx))
+	files, err := copySegmentPrefix(l, s, f, pos)
 	if err != nil {
 		return storageError("truncate segment", err)
 	}
@@ -157,20 +169,24 @@ func (l *Log) cutSegment(s *segment, pos, next int64) error {
 	s.files = files
 	update()
 	l.mu.Unlock()
-	old.release()
+	old.drop()
+	if err := s.cutIndexFiles(l.dir); err != nil {
+		return storageError("truncate segment", err)
+	}
 	return nil
 }
 
-// copySegmentPrefix writes the first pos bytes of s to a new file that
-// replaces the segment's log, and reopens the indexes cut to their entries.
-func copySegmentPrefix(l *Log, s *segment, pos int64, nIdx, nTidx int) (*segFiles, error) {
+// copySegmentPrefix writes the first pos bytes of s (its file f) to a new
+// file that replaces the segment's log, and returns it as the files of the
+// active segment.
+func copySegmentPrefix(l *Log, s *segment, f *os.File, pos int64) (*segFiles, error) {
 	path := segmentPath(l.dir, s.base, logExt)
 	tmp := path + truncSuffix
 	nf, err := openFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC)
 	if err != nil {
 		return nil, err
 	}
-	_, err = io.Copy(nf, io.NewSectionReader(s.files.log, 0, pos))
+	_, err = io.Copy(nf, io.NewSectionReader(f, 0, pos))
 	if err == nil {
 		err = nf.Sync()
 	}
@@ -180,28 +196,13 @@ func copySegmentPrefix(l *Log, s *segment, pos int64, nIdx, nTidx int) (*segFile
 	if err != nil {
 		return nil, errors.Join(err, nf.Close(), removeIfExists(tmp))
 	}
-	err = errors.Join(
-		os.Truncate(segmentPath(l.dir, s.base, indexExt), int64(nIdx)*offsetEntrySize),
-		os.Truncate(segmentPath(l.dir, s.base, timeIndexExt), int64(nTidx)*timeEntrySize),
-	)
-	if err != nil {
-		return nil, errors.Join(err, nf.Close())
-	}
-	xf, err := openFile(segmentPath(l.dir, s.base, indexExt), os.O_RDWR|os.O_APPEND)
-	if err != nil {
-		return nil, errors.Join(err, nf.Close())
-	}
-	tf, err := openFile(segmentPath(l.dir, s.base, timeIndexExt), os.O_RDWR|os.O_APPEND)
-	if err != nil {
-		return nil, errors.Join(err, nf.Close(), xf.Close())
-	}
-	return newSegFiles(nf, xf, tf, l.logger), nil
+	return newSegFiles(path, nf, l.fds, l.logger), nil
 }
 
 // tailMaxTimestamp is the largest timestamp of the first pos bytes of s: the
 // kept time index covers the batches up to the last kept offset index entry,
 // and the headers after that entry are read.
-func tailMaxTimestamp(s *segment, idx []offsetEntry, tidx []timeEntry, pos int64) (int64, int64, error) {
+func tailMaxTimestamp(s *segment, f *os.File, idx []offsetEntry, tidx []timeEntry, pos int64) (int64, int64, error) {
 	maxTs, offMaxTs := int64(-1), int64(-1)
 	if n := len(tidx); n > 0 {
 		maxTs, offMaxTs = tidx[n-1].ts, s.base+int64(tidx[n-1].rel)
@@ -212,7 +213,7 @@ func tailMaxTimestamp(s *segment, idx []offsetEntry, tidx []timeEntry, pos int64
 	}
 	var hb [batch.HeaderSize]byte
 	for p < pos {
-		h, err := readHeaderAt(s.files.log, p, &hb)
+		h, err := readHeaderAt(f, p, &hb)
 		if err != nil {
 			return 0, 0, storageError("truncate", err)
 		}
@@ -244,7 +245,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	if err := l.dropSegmentsLocked(0, "log restarted"); err != nil {
 		return err
 	}
-	s, err := createSegment(l.dir, offset, l.config().now(), l.logger)
+	s, err := createSegment(l.dir, offset, l.config().now(), l.fds, l.logger)
 	if err != nil {
 		return storageError("restart log", err)
 	}

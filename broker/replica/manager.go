@@ -52,6 +52,13 @@ type Config struct {
 	// ReplicaLagMax is replica.lag.time.max.ms.
 	ReplicaLagMax time.Duration
 	Fetch         FetcherConfig
+	// FileReserve is log.fd.reserve and FileCacheSize log.fd.cache.size:
+	// Load checks the open-file limit against the partitions found
+	// (klog.PlanFiles) and sizes the descriptor cache of inactive segments.
+	FileReserve   int
+	FileCacheSize int
+	// LoadThreads opens partition logs in parallel at Load: at least 1.
+	LoadThreads int
 }
 
 // Manager owns the partitions this broker hosts.
@@ -69,6 +76,8 @@ type Manager struct {
 	fetchers        map[int32]*fetcher // by leader broker id
 	// leadersW is woken after every LeaderAndIsr and StopReplica applied.
 	leadersW watchers
+
+	files *klog.FileCache // set by Load; nil gives each log its own
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -105,7 +114,13 @@ func ParseDirName(name string) (TP, bool) {
 
 // Load opens (and recovers) every partition log found in the log directories.
 // Partitions start with no leadership until the controller says otherwise.
+// It first checks that the open-file limit holds the partitions found.
 func (m *Manager) Load() error {
+	type found struct {
+		tp  TP
+		dir string
+	}
+	var todo []found
 	for _, dir := range m.cfg.LogDirs {
 		entries, err := os.ReadDir(dir)
 		if err != nil {
@@ -126,16 +141,54 @@ func (m *Manager) Load() error {
 			if !ok {
 				continue
 			}
-			if _, err := m.open(tp, filepath.Join(dir, e.Name())); err != nil {
-				return err
-			}
+			todo = append(todo, found{tp, filepath.Join(dir, e.Name())})
 		}
 	}
-	return nil
+	budget, err := klog.PlanFiles(len(todo), m.cfg.FileReserve, m.cfg.FileCacheSize)
+	if err != nil {
+		return err
+	}
+	m.logger.Info("open-file budget", "limit", budget.Limit, "partitions", budget.Partitions,
+		"reserve", budget.Reserve, "inactive_segment_cache", budget.CacheSize)
+	m.files = klog.NewFileCache(budget.CacheSize)
+
+	// Logs open in parallel: after a clean shutdown each is a few small
+	// reads and a directory fsync, after a crash a rescan.
+	var mu sync.Mutex
+	var errs []error
+	m.parallel(len(todo), func(i int) {
+		if _, err := m.open(todo[i].tp, todo[i].dir); err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// parallel runs f(0) to f(n-1) on LoadThreads goroutines and waits.
+func (m *Manager) parallel(n int, f func(int)) {
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(max(m.cfg.LoadThreads, 1), n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				f(i)
+			}
+		}()
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
 }
 
 func (m *Manager) open(tp TP, dir string) (*Partition, error) {
 	st := m.cfg.TopicSettings(tp.Topic)
+	st.Log.FileCache = m.files
 	l, err := klog.Open(dir, st.Log, m.logger.With("topic", tp.Topic, "partition", tp.Partition))
 	if err != nil {
 		return nil, fmt.Errorf("opening log of %s: %w", tp, err)
@@ -486,11 +539,16 @@ func (m *Manager) Shutdown() error {
 		f.stop()
 	}
 	m.wg.Wait()
+	// Logs close in parallel, as they open: each close fsyncs.
+	parts := m.Partitions()
+	var mu sync.Mutex
 	var errs []error
-	for _, p := range m.Partitions() {
-		if err := p.log.Close(); err != nil {
+	m.parallel(len(parts), func(i int) {
+		if err := parts[i].log.Close(); err != nil {
+			mu.Lock()
 			errs = append(errs, err)
+			mu.Unlock()
 		}
-	}
+	})
 	return errors.Join(errs...)
 }
