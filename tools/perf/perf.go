@@ -38,6 +38,8 @@ type Result struct {
 	// RebalanceSeconds is how long a group consumer waited for its first
 	// assignment; Seconds starts after it.
 	RebalanceSeconds float64 `json:"rebalance_seconds,omitempty" yaml:"rebalance_seconds,omitempty"`
+	// Transactions is how many transactions were committed (perf produce --transactional).
+	Transactions int64 `json:"transactions,omitempty" yaml:"transactions,omitempty"`
 }
 
 // Latency summarises a latency histogram in milliseconds.
@@ -107,6 +109,9 @@ func printResult(w io.Writer, out *cmdutil.OutputFlag, r *Result, latencyName st
 		}
 		if r.Fetches > 0 {
 			rows = append(rows, []string{"fetches", fmt.Sprint(r.Fetches)})
+		}
+		if r.Transactions > 0 {
+			rows = append(rows, []string{"transactions", fmt.Sprint(r.Transactions)})
 		}
 		if l := r.Latency; l != nil {
 			rows = append(rows,

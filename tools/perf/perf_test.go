@@ -368,3 +368,40 @@ func TestConsumeGroupNotAssignedInTime(t *testing.T) {
 		t.Fatalf("got %v, want an error saying the group assigned nothing", err)
 	}
 }
+
+func TestProduceTransactional(t *testing.T) {
+	e := newEnv(t)
+	p := e.runJSON(t, "produce", "--topic", "tx", "--num-records", "250", "--record-size", "10",
+		"--transactional", "--transaction-size", "100", "--transactional-id", "perf-tx")
+	if p.Records != 250 || p.Transactions != 3 {
+		t.Fatalf("produced %d records in %d transactions; want 250 in 3", p.Records, p.Transactions)
+	}
+	adm, err := e.f.Admin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	// Every transaction is committed: the last stable offsets are the log ends,
+	// which hold the 250 records and one marker per transaction and partition.
+	stable, err := adm.ListCommittedOffsets(testCtx(t), "tx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, err := adm.ListEndOffsets(testCtx(t), "tx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	end.Each(func(o kadm.ListedOffset) {
+		total += o.Offset
+		if s, _ := stable.Lookup(o.Topic, o.Partition); s.Offset != o.Offset {
+			t.Errorf("partition %d: last stable offset %d, log end %d", o.Partition, s.Offset, o.Offset)
+		}
+	})
+	if total < 250+3 {
+		t.Fatalf("log ends sum to %d, want at least 253", total)
+	}
+	if code := e.run(t, "produce", "--topic", "tx", "--num-records", "5", "--transactional", "--acks", "1"); code != cmdutil.ExitUsage {
+		t.Fatalf("--transactional with --acks 1: exit %d", code)
+	}
+}

@@ -39,6 +39,11 @@ type ProduceOptions struct {
 	// Idempotent nil follows the client default (on), except that acks other
 	// than all turn it off since idempotence requires acks=all.
 	Idempotent *bool
+	// Transactional produces in transactions of TransactionSize records,
+	// each committed, under TransactionalID (a fresh one when empty).
+	Transactional   bool
+	TransactionSize int64
+	TransactionalID string
 	// Partitions and ReplicationFactor are used when the topic has to be
 	// created; -1 takes the broker defaults.
 	Partitions        int32
@@ -86,6 +91,14 @@ func (o *ProduceOptions) validate() error {
 	if o.Idempotent != nil && *o.Idempotent && !acksAll {
 		return cmdutil.Usagef("--idempotent requires --acks all")
 	}
+	if o.Transactional {
+		if !o.idempotent() {
+			return cmdutil.Usagef("--transactional needs an idempotent producer (--acks all)")
+		}
+		if o.TransactionSize <= 0 {
+			return cmdutil.Usagef("--transaction-size must be positive, got %d", o.TransactionSize)
+		}
+	}
 	if o.idempotent() && o.MaxInFlight > 0 {
 		return cmdutil.Usagef("--max-in-flight applies to non-idempotent producers only (use --idempotent=false)")
 	}
@@ -119,6 +132,9 @@ func (o *ProduceOptions) clientOpts() []kgo.Opt {
 		kgo.ProducerBatchCompression(codec),
 		kgo.ProducerBatchMaxBytes(o.BatchMaxBytes),
 		kgo.ProducerLinger(o.Linger),
+	}
+	if o.Transactional {
+		opts = append(opts, kgo.TransactionalID(o.TransactionalID))
 	}
 	if !o.idempotent() {
 		opts = append(opts, kgo.DisableIdempotentWrite())
@@ -167,6 +183,9 @@ func RunProduce(ctx context.Context, f *cmdutil.Factory, o *ProduceOptions) erro
 	}
 	if err := ensureTopic(ctx, f, o.Topic, o.Partitions, o.ReplicationFactor); err != nil {
 		return err
+	}
+	if o.Transactional && o.TransactionalID == "" {
+		o.TransactionalID = fmt.Sprintf("ktool-perf-%d-%d", os.Getpid(), time.Now().UnixNano())
 	}
 	cl, err := f.Client(o.clientOpts()...)
 	if err != nil {
@@ -222,9 +241,21 @@ func produce(ctx context.Context, f *cmdutil.Factory, cl *kgo.Client, o *Produce
 
 	start := time.Now()
 	thr := newThrottle(o.Throughput, c)
+	txns := int64(0)
 	for i := int64(0); i < o.NumRecords && !p.failed.Load(); i++ {
 		if err := thr.wait(ctx, i); err != nil {
 			return nil, err
+		}
+		if o.Transactional && i%o.TransactionSize == 0 {
+			if i > 0 {
+				if err := commitTxn(ctx, cl); err != nil {
+					return nil, err
+				}
+				txns++
+			}
+			if err := cl.BeginTransaction(); err != nil {
+				return nil, err
+			}
 		}
 		v := payloads[0]
 		if len(payloads) > 1 {
@@ -234,6 +265,12 @@ func produce(ctx context.Context, f *cmdutil.Factory, cl *kgo.Client, o *Produce
 		cl.Produce(ctx, &kgo.Record{Value: v}, func(_ *kgo.Record, err error) {
 			p.ack(time.Since(sent), len(v), err)
 		})
+	}
+	if o.Transactional && !p.failed.Load() {
+		if err := commitTxn(ctx, cl); err != nil {
+			return nil, err
+		}
+		txns++
 	}
 	if err := cl.Flush(ctx); err != nil {
 		return nil, err
@@ -251,7 +288,19 @@ func produce(ctx context.Context, f *cmdutil.Factory, cl *kgo.Client, o *Produce
 	}
 	res := newResult(p.acked.Load(), p.ackedBytes.Load(), elapsed)
 	res.Latency = summarize(p.hist)
+	res.Transactions = txns
 	return res, nil
+}
+
+// commitTxn flushes the open transaction's records and commits it.
+func commitTxn(ctx context.Context, cl *kgo.Client) error {
+	if err := cl.Flush(ctx); err != nil {
+		return err
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return fmt.Errorf("committing a transaction: %w", err)
+	}
+	return nil
 }
 
 func newProduceCommand(f *cmdutil.Factory) *cobra.Command {
@@ -264,9 +313,12 @@ func newProduceCommand(f *cmdutil.Factory) *cobra.Command {
 latency of each record from the produce call to its acknowledgement
 (avg, p50, p99, p99.9, max). The topic is created with --partitions and
 --replication-factor if it does not exist. Progress is shown on stderr when
-stdout is a terminal.`,
+stdout is a terminal. --transactional produces in transactions of
+--transaction-size records, each committed before the next begins; the
+commits count in the elapsed time.`,
 		Example: `  ktool perf produce --topic bench --num-records 1000000 --record-size 100 --acks 1
-  ktool perf produce --topic bench --throughput 5000 --compression zstd -o json`,
+  ktool perf produce --topic bench --throughput 5000 --compression zstd -o json
+  ktool perf produce --topic bench --transactional --transaction-size 10000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("idempotent") {
@@ -293,6 +345,9 @@ stdout is a terminal.`,
 	fl.DurationVar(&o.Linger, "linger", 10*time.Millisecond, "how long a partition waits for more records before sending")
 	fl.IntVar(&o.MaxInFlight, "max-in-flight", 5, "produce requests in flight per broker; idempotent producers always use 5")
 	fl.BoolVar(&idempotent, "idempotent", true, "idempotent writes (needs --acks all; off by default with --acks 1 or 0)")
+	fl.BoolVar(&o.Transactional, "transactional", false, "produce in transactions of --transaction-size records, each committed")
+	fl.Int64Var(&o.TransactionSize, "transaction-size", 10000, "records per transaction with --transactional")
+	fl.StringVar(&o.TransactionalID, "transactional-id", "", "transactional id with --transactional (default: a new one per run)")
 	fl.Int32Var(&o.Partitions, "partitions", -1, "partitions when creating the topic, -1 for the broker default")
 	fl.Int16Var(&o.ReplicationFactor, "replication-factor", -1, "replication factor when creating the topic, -1 for the broker default")
 	_ = cmd.MarkFlagRequired("topic")
