@@ -43,6 +43,16 @@ type pendingAck struct {
 
 func handleProduce(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
 	req := r.(*kmsg.ProduceRequest)
+	need := b.txnVerificationsNeeded(rc, req)
+	if len(need) == 0 {
+		produce(b, rc, req, nil, respond)
+		return
+	}
+	// KIP-890: ask the transaction coordinator first, off the connection's loop.
+	go func() { produce(b, rc, req, b.verifyTxnProduce(rc.ctx, req, need), respond) }()
+}
+
+func produce(b *Broker, rc *reqCtx, req *kmsg.ProduceRequest, checks map[replica.TP]txnCheck, respond func(protocol.Response)) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	acks := req.Acks
 	var waits []pendingAck
@@ -84,7 +94,7 @@ func handleProduce(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.
 				records := p.Records
 				records, err = b.maybeRecompress(rc.ctx, t.Topic, records)
 				if err == nil {
-					res, err = part.AppendAsLeader(records, acks)
+					res, err = appendProduced(part, records, acks, checks)
 				}
 			}
 			if err != nil {

@@ -42,11 +42,10 @@ type txnTestEnv struct {
 	cl  *kgo.Client
 }
 
-func (e *txnTestEnv) produce(topic string, records []byte) int16 {
+func (e *txnTestEnv) produce(txn, topic string, records []byte) int16 {
 	e.t.Helper()
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = -1, 10000
-	txn := "tx"
 	req.TransactionID = &txn
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
@@ -61,13 +60,26 @@ func (e *txnTestEnv) produce(topic string, records []byte) int16 {
 	return resp.Topics[0].Partitions[0].ErrorCode
 }
 
-func (e *txnTestEnv) initProducer() (int64, int16) {
+// initProducer gets transactional id id's producer id and epoch from its
+// coordinator (inits times, each bumping the epoch) and adds partition 0 of
+// topic to its transaction, as a client does before producing (KIP-890: the
+// leader verifies it).
+func (e *txnTestEnv) initProducer(id, topic string, inits int) (int64, int16) {
 	e.t.Helper()
-	req := kmsg.NewPtrInitProducerIDRequest()
-	req.TransactionTimeoutMillis = 60000
-	resp, err := req.RequestWith(e.ctx, e.cl)
-	if err != nil || resp.ErrorCode != 0 {
-		e.t.Fatalf("init producer id: %v %v", err, kerr.ErrorForCode(resp.ErrorCode))
+	co, _ := txnCoordinator(e.t, e.cl, id)
+	var resp *kmsg.InitProducerIDResponse
+	for range inits {
+		brokertest.Eventually(e.t, 20*time.Second, func() error {
+			var err error
+			resp, err = txnInit(e.t, co, id, 1, 60000, -1, -1)
+			if err != nil && !kerr.IsRetriable(err) {
+				e.t.Fatalf("init producer id: %v", err)
+			}
+			return err
+		})
+	}
+	if errs := txnAdd(e.t, co, 1, id, resp.ProducerID, resp.ProducerEpoch, topic, 0); errs[0] != nil {
+		e.t.Fatalf("add partition: %v", errs[0])
 	}
 	return resp.ProducerID, resp.ProducerEpoch
 }
@@ -133,22 +145,28 @@ func (e *txnTestEnv) latest(topic string, isolation int8) int64 {
 // transactions (stale ones are fenced), aborted transactions are listed and
 // a real read_committed consumer skips them.
 func TestTxnPartitionSide(t *testing.T) {
-	c := brokertest.NewCluster(t, 1)
+	c := brokertest.NewCluster(t, 1, brokertest.WithProps(txnProps))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if _, err := c.Admin().CreateTopic(ctx, 1, 1, nil, "t"); err != nil {
 		t.Fatal(err)
 	}
 	e := &txnTestEnv{t: t, ctx: ctx, cl: c.Client()}
-	p1, ep1 := e.initProducer()
-	ep1++ // as if the coordinator had bumped it: ep1-1 is a stale epoch
-	p2, ep2 := e.initProducer()
+	p1, ep1 := e.initProducer("tx1", "t", 2) // bumped: ep1-1 is a stale epoch
+	p2, ep2 := e.initProducer("tx2", "t", 1)
+	// A transaction the coordinator does not know of is refused (KIP-890),
+	// and so is one of a known producer at another epoch.
+	if code := e.produce("tx0", "t", txnRecords(1<<40, 0, 0, "stray", 1)); code != kerr.InvalidTxnState.Code && code != kerr.InvalidProducerIDMapping.Code {
+		t.Fatalf("stray transactional batch: %v", kerr.ErrorForCode(code))
+	}
+	if code := e.produce("tx1", "t", txnRecords(p1, ep1-1, 0, "stale", 1)); code == 0 {
+		t.Fatal("a transactional batch of a stale epoch was appended")
+	}
 
-	first := txnRecords(p1, ep1, 0, "commit", 3) // 0-2
-	brokertest.Eventually(t, 20*time.Second, func() error {
-		return kerr.ErrorForCode(e.produce("t", slices.Clone(first)))
-	})
-	if code := e.produce("t", txnRecords(p2, ep2, 0, "abort", 2)); code != 0 { // 3-4
+	if code := e.produce("tx1", "t", txnRecords(p1, ep1, 0, "commit", 3)); code != 0 { // 0-2
+		t.Fatalf("produce: %v", kerr.ErrorForCode(code))
+	}
+	if code := e.produce("tx2", "t", txnRecords(p2, ep2, 0, "abort", 2)); code != 0 { // 3-4
 		t.Fatalf("produce: %v", kerr.ErrorForCode(code))
 	}
 	fp := e.fetchCommitted("t")
@@ -231,7 +249,7 @@ func TestTxnOffsetCommitMarkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &txnTestEnv{t: t, ctx: ctx, cl: c.Client()}
-	pid, epoch := e.initProducer()
+	pid, epoch := e.initProducer("tx", "in", 1)
 	brokertest.Eventually(t, 20*time.Second, func() error {
 		return adm.FindGroupCoordinators(ctx, "g")["g"].Err
 	})
