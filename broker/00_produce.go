@@ -167,6 +167,9 @@ func (b *Broker) leaderPartition(topic string, partition int32) (*replica.Partit
 		}
 		return nil, kerr.UnknownTopicOrPartition
 	}
+	if p.Offline() {
+		return nil, kerr.KafkaStorageError // its log dir failed (KIP-112)
+	}
 	if !p.IsLeader() {
 		return nil, kerr.NotLeaderForPartition
 	}

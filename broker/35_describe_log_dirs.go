@@ -1,15 +1,16 @@
 package broker
 
-// DescribeLogDirs, key 35, v0-v2.
+// DescribeLogDirs, key 35, v0-v4.
 //
-// This broker's log directories and, per partition it hosts, the size on disk and
-// the offset lag (how far the replica's log end is behind the high watermark it
-// knows, 0 on leaders). Null topics means every partition. Total and usable bytes
-// of each directory come from statfs (v4 fields, left out at lower versions).
+// Every log directory of this broker and, per partition it hosts there, the
+// size on disk and the offset lag (how far the replica's log end is behind the
+// high watermark it knows, 0 on leaders). Null topics means every partition.
+// A dir that failed (KIP-112) is answered with KAFKA_STORAGE_ERROR and no
+// partitions. Total and usable bytes of each online directory come from
+// statfs (v4 fields; -1 for a failed dir, left out at lower versions).
 
 import (
-	"path/filepath"
-
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sys/unix"
 
@@ -17,7 +18,7 @@ import (
 	"github.com/ktoolhq/ktool/broker/replica"
 )
 
-func init() { register(35, 0, 2, handleDescribeLogDirs) }
+func init() { register(35, 0, 4, handleDescribeLogDirs) }
 
 func handleDescribeLogDirs(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
 	req := r.(*kmsg.DescribeLogDirsRequest)
@@ -31,19 +32,22 @@ func handleDescribeLogDirs(b *Broker, rc *reqCtx, r kmsg.Request, respond func(p
 		}
 	}
 	want := func(tp replica.TP) bool { return req.Topics == nil || wanted[tp] }
-	for _, dir := range b.cfg.Settings().LogDirs() {
+	for _, dir := range b.replicas.Dirs() {
 		d := kmsg.NewDescribeLogDirsResponseDir()
-		d.Dir = dir
+		d.Dir = dir.Path
+		if dir.Err != nil {
+			d.ErrorCode = kerr.KafkaStorageError.Code
+			resp.Dirs = append(resp.Dirs, d)
+			continue
+		}
 		var st unix.Statfs_t
-		if unix.Statfs(dir, &st) == nil {
+		if unix.Statfs(dir.Path, &st) == nil {
 			d.TotalBytes = int64(st.Blocks) * int64(st.Bsize)
 			d.UsableBytes = int64(st.Bavail) * int64(st.Bsize)
-		} else {
-			d.TotalBytes, d.UsableBytes = -1, -1
 		}
 		idx := map[string]int{}
-		for _, p := range b.replicas.Partitions() {
-			if filepath.Dir(p.Log().Dir()) != filepath.Clean(dir) || !want(replica.TP{Topic: p.Topic, Partition: p.ID}) {
+		for _, p := range b.replicas.PartitionsIn(dir.Path) {
+			if !want(replica.TP{Topic: p.Topic, Partition: p.ID}) {
 				continue
 			}
 			i, ok := idx[p.Topic]

@@ -88,6 +88,7 @@ type Broker struct {
 
 	ready     chan struct{}
 	readyOnce sync.Once
+	failed    chan error // logdir_failure.go: closed after the broker stopped itself
 	ctx       context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -107,6 +108,7 @@ func New(opts Options) (*Broker, error) {
 		id:            opts.Config.Settings().BrokerID,
 		meta:          newMetaCache(),
 		ready:         make(chan struct{}),
+		failed:        make(chan error, 1),
 		codecs:        opts.Codecs,
 		fetchMaxBytes: 55 << 20,
 	}
@@ -196,6 +198,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 			}
 		},
 		Logger:        b.logger,
+		OnDirFailure:  b.onLogDirFailure,
 		ReplicaLagMax: b.cfg.Settings().ReplicaLagTimeMax,
 		FileReserve:   b.cfg.Settings().LogFdReserve,
 		FileCacheSize: b.cfg.Settings().LogFdCacheSize,

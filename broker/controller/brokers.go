@@ -96,6 +96,21 @@ func (c *Controller) brokerSet() Brokers {
 	return Brokers{Registered: c.brokers, Stopping: c.shutting}
 }
 
+// brokerSetFor is the broker set the election rules see for tp: brokers
+// whose replica of tp is in a failed log dir do not serve it.
+func (c *Controller) brokerSetFor(tp TP) Brokers {
+	b := c.brokerSet()
+	for id, tps := range c.offlineReplicas {
+		if tps[tp] {
+			if b.Offline == nil {
+				b.Offline = map[int32]bool{}
+			}
+			b.Offline[id] = true
+		}
+	}
+	return b
+}
+
 func (c *Controller) onBrokersFailed(dead []int32) {
 	for _, id := range dead {
 		if s, ok := c.senders[id]; ok {
@@ -103,6 +118,7 @@ func (c *Controller) onBrokersFailed(dead []int32) {
 			delete(c.senders, id)
 		}
 		delete(c.shutting, id)
+		delete(c.offlineReplicas, id)
 	}
 	var touched []TP
 	for _, tp := range c.allPartitions() {
@@ -133,16 +149,19 @@ func (c *Controller) onBrokersFailed(dead []int32) {
 // for offline replicas, and returns the partitions it changed.
 func (c *Controller) removeDeadFromIsr(tps []TP) []TP {
 	tps = slices.DeleteFunc(slices.Clone(tps), func(tp TP) bool { return c.deleting[tp.Topic] || !c.states[tp].HasState })
-	return c.updateAll(tps, func(_ TP, st *PartitionState) (zkdata.LeaderIsr, bool) {
+	return c.updateAll(tps, func(tp TP, st *PartitionState) (zkdata.LeaderIsr, bool) {
 		if !st.HasState {
 			return st.LeaderIsr, false
 		}
-		return dropDeadFromIsr(*st, c.brokerSet())
+		return dropDeadFromIsr(*st, c.brokerSetFor(tp))
 	})
 }
 
 func (c *Controller) onBrokersStarted(born []int32) {
 	for _, id := range born {
+		// A restarted broker says again which of its replicas are offline,
+		// in its answers to the LeaderAndIsr below.
+		delete(c.offlineReplicas, id)
 		c.ensureSender(id)
 	}
 	c.sendUpdateMetadata()

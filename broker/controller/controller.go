@@ -53,6 +53,9 @@ type Controller struct {
 	umSent    map[TP]umPartition
 	umBrokers string
 	umFull    map[int32]int64
+	// offlineReplicas are, per live broker, the partitions whose replica there
+	// is in a failed log dir, as its LeaderAndIsr answers said (logdirs.go).
+	offlineReplicas map[int32]map[TP]bool
 	// connect opens the channel to a broker (dial, unless a test records).
 	connect func(id int32, addr string) peer
 
@@ -72,14 +75,15 @@ func newController(ctx context.Context, cfg Config, store coord.Store, epoch, ep
 		ctx: ctx,
 		cfg: cfg, log: cfg.Logger.With("component", "controller", "controller_epoch", epoch),
 		store: store, epoch: epoch, epochVersion: epochVersion,
-		events:      make(chan func(), 256),
-		brokers:     map[int32]zkdata.BrokerInfo{},
-		assignments: map[string]zkdata.TopicAssignment{},
-		states:      map[TP]*PartitionState{},
-		deleting:    map[string]bool{},
-		shutting:    map[int32]bool{},
-		senders:     map[int32]peer{},
-		umFull:      map[int32]int64{},
+		events:          make(chan func(), 256),
+		brokers:         map[int32]zkdata.BrokerInfo{},
+		assignments:     map[string]zkdata.TopicAssignment{},
+		states:          map[TP]*PartitionState{},
+		deleting:        map[string]bool{},
+		shutting:        map[int32]bool{},
+		senders:         map[int32]peer{},
+		umFull:          map[int32]int64{},
+		offlineReplicas: map[int32]map[TP]bool{},
 	}
 	c.connect = c.dial
 	return c
@@ -188,7 +192,7 @@ func (c *Controller) fenced() bool { return c.ctx.Err() != nil }
 // failover loads everything and brings every broker up to date.
 func (c *Controller) failover() error {
 	ctx := c.ctx
-	for _, p := range []string{zkdata.BrokerIDsPath, zkdata.TopicsPath, zkdata.DeleteTopicsPath, zkdata.IsrChangeNotificationPath, "/admin", zkdata.ConfigChangesPath} {
+	for _, p := range []string{zkdata.BrokerIDsPath, zkdata.TopicsPath, zkdata.DeleteTopicsPath, zkdata.IsrChangeNotificationPath, zkdata.LogDirEventNotificationPath, "/admin", zkdata.ConfigChangesPath} {
 		if _, err := c.store.CreateAll(ctx, p, nil, coord.Persistent); err != nil && !errors.Is(err, coord.ErrNodeExists) {
 			return err
 		}
@@ -211,6 +215,7 @@ func (c *Controller) failover() error {
 	c.publish()
 	c.watchDeletes()
 	c.watchIsrChanges()
+	c.watchLogDirEvents()
 	c.watchPreferred()
 	c.watchReassignZnode()
 	c.checkReassignments()

@@ -20,10 +20,10 @@ func (c *Controller) electOffline(tps []TP, forceUnclean bool) []TP {
 	tps = slices.DeleteFunc(slices.Clone(tps), func(tp TP) bool { return c.deleting[tp.Topic] })
 	changed := c.updateAll(tps, func(tp TP, st *PartitionState) (zkdata.LeaderIsr, bool) {
 		if !st.HasState {
-			return initialState(st.Replicas, c.brokerSet())
+			return initialState(st.Replicas, c.brokerSetFor(tp))
 		}
 		unclean := forceUnclean || (c.cfg.Unclean != nil && c.cfg.Unclean(tp.Topic))
-		nst, outcome := offlineElection(*st, c.brokerSet(), unclean)
+		nst, outcome := offlineElection(*st, c.brokerSetFor(tp), unclean)
 		switch outcome {
 		case electedUnclean:
 			c.log.Warn("unclean leader election: an out-of-sync replica leads; records may be lost",
@@ -81,7 +81,7 @@ func (c *Controller) electLeaders(typ ElectionType, tps []TP) map[TP]error {
 		}
 		switch typ {
 		case Preferred:
-			if _, err := preferredElection(*st, c.brokerSet()); err != nil {
+			if _, err := preferredElection(*st, c.brokerSetFor(tp)); err != nil {
 				out[tp] = err
 				continue
 			}
@@ -102,8 +102,8 @@ func (c *Controller) electLeaders(typ ElectionType, tps []TP) map[TP]error {
 			out[tp] = kerr.InvalidRequest
 		}
 	}
-	elected := c.updateAll(preferred, func(_ TP, st *PartitionState) (zkdata.LeaderIsr, bool) {
-		nst, err := preferredElection(*st, c.brokerSet())
+	elected := c.updateAll(preferred, func(tp TP, st *PartitionState) (zkdata.LeaderIsr, bool) {
+		nst, err := preferredElection(*st, c.brokerSetFor(tp))
 		return nst, err == nil
 	})
 	for _, tp := range preferred {

@@ -19,6 +19,10 @@ import (
 type Brokers struct {
 	Registered map[int32]zkdata.BrokerInfo
 	Stopping   map[int32]bool
+	// Offline are the brokers whose replica of the partition at hand is in a
+	// failed log dir (KIP-112): live, but they may not lead it nor stay in
+	// its ISR.
+	Offline map[int32]bool
 }
 
 // Live reports whether broker id is registered.
@@ -29,7 +33,7 @@ func (b Brokers) Live(id int32) bool {
 
 // Serving reports whether broker id is registered and not shutting down: it may
 // lead and stay in an ISR.
-func (b Brokers) Serving(id int32) bool { return b.Live(id) && !b.Stopping[id] }
+func (b Brokers) Serving(id int32) bool { return b.Live(id) && !b.Stopping[id] && !b.Offline[id] }
 
 // serving returns the members of ids that are serving, in order.
 func (b Brokers) serving(ids []int32) []int32 {

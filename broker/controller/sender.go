@@ -146,6 +146,7 @@ func (s *sender) check(req kmsg.Request, resp kmsg.Response) {
 	switch r := resp.(type) {
 	case *kmsg.LeaderAndISRResponse:
 		code = r.ErrorCode
+		s.c.storageErrors(s.id, req.(*kmsg.LeaderAndISRRequest).BrokerEpoch, r)
 	case *kmsg.UpdateMetadataResponse:
 		code = r.ErrorCode
 	case *kmsg.StopReplicaResponse:
@@ -263,7 +264,7 @@ func (c *Controller) metadataView() map[TP]umPartition {
 		p := umPartition{controllerEpoch: st.ControllerEpoch, leader: st.Leader, leaderEpoch: st.LeaderEpoch,
 			zkVersion: st.ZkVersion, isr: st.ISR, replicas: st.Replicas}
 		for _, r := range st.Replicas {
-			if !c.isLive(r) {
+			if !c.isLive(r) || c.offlineReplicas[r][tp] {
 				p.offline = append(p.offline, r)
 			}
 		}

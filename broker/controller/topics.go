@@ -155,4 +155,11 @@ func (c *Controller) forgetTopic(t string) {
 			delete(c.states, tp)
 		}
 	}
+	for _, tps := range c.offlineReplicas {
+		for tp := range tps {
+			if tp.Topic == t {
+				delete(tps, tp)
+			}
+		}
+	}
 }

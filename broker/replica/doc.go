@@ -3,7 +3,8 @@
 // leader; follower fetchers that pull from leaders with Fetch (replica_id set) and
 // truncate with OffsetForLeaderEpoch; ISR shrink and expand; and the waits of
 // acks=all produce and long-poll fetch, woken by appends and high-watermark moves
-// rather than polling.
+// rather than polling. It also owns the log dirs (logdirs.go): placement of
+// new partitions on the least-loaded dir, and KIP-112's offline dirs.
 //
 // The invariants it keeps, each tested in invariants_test.go:
 //

@@ -14,7 +14,7 @@ var errNotFollowing = errors.New("partition no longer follows this leader at thi
 // (or follows another leader), an answer to a question asked before can no
 // longer touch the log, whatever the fetcher's own bookkeeping says.
 func (p *Partition) followingLocked(leader, epoch int32) bool {
-	return !p.leader && !p.deleted && p.state.Leader == leader && p.state.LeaderEpoch == epoch
+	return !p.leader && !p.deleted && !p.offline && p.state.Leader == leader && p.state.LeaderEpoch == epoch
 }
 
 // appendFetched appends batches fetched from leader, asked at leader epoch
@@ -28,7 +28,7 @@ func (p *Partition) appendFetched(leader, epoch int32, records []byte, leaderHW,
 	l := p.log
 	if len(records) > 0 {
 		if _, err := l.AppendAsFollower(records); err != nil {
-			return err
+			return p.checkStorage(err)
 		}
 		p.replicaW.wakeAll()
 	}
@@ -52,7 +52,7 @@ func (p *Partition) truncateFetched(leader, epoch int32, offset int64) error {
 	if !p.followingLocked(leader, epoch) {
 		return errNotFollowing
 	}
-	return p.log.TruncateTo(offset)
+	return p.checkStorage(p.log.TruncateTo(offset))
 }
 
 // restartFetched empties the log and starts it at offset (the leader's log
@@ -63,5 +63,5 @@ func (p *Partition) restartFetched(leader, epoch int32, offset int64) error {
 	if !p.followingLocked(leader, epoch) {
 		return errNotFollowing
 	}
-	return p.log.TruncateFullyAndStartAt(offset)
+	return p.checkStorage(p.log.TruncateFullyAndStartAt(offset))
 }

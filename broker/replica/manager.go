@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -49,6 +47,9 @@ type Config struct {
 	// OnIsrChange is called after an ISR change this leader wrote (metrics).
 	OnIsrChange func(shrink bool)
 	Logger      *slog.Logger
+	// OnDirFailure is called once per log dir that failed, after its
+	// partitions went offline, with the number of dirs still online.
+	OnDirFailure func(dir string, online int)
 	// ReplicaLagMax is replica.lag.time.max.ms.
 	ReplicaLagMax time.Duration
 	Fetch         FetcherConfig
@@ -65,6 +66,7 @@ type Config struct {
 type Manager struct {
 	cfg    Config
 	logger *slog.Logger
+	dirs   []*logDir // log.dirs in order (logdirs.go)
 
 	// changeMu serialises controller requests (LeaderAndIsr, StopReplica): each
 	// checks epochs and applies as one step, as Kafka's replicaStateChangeLock.
@@ -94,7 +96,7 @@ func NewManager(cfg Config) *Manager {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Manager{
-		cfg: cfg, logger: cfg.Logger, parts: map[TP]*Partition{}, fetchers: map[int32]*fetcher{},
+		cfg: cfg, logger: cfg.Logger, dirs: newLogDirs(cfg.LogDirs), parts: map[TP]*Partition{}, fetchers: map[int32]*fetcher{},
 		ctx: ctx, cancel: cancel,
 	}
 }
@@ -114,35 +116,25 @@ func ParseDirName(name string) (TP, bool) {
 
 // Load opens (and recovers) every partition log found in the log directories.
 // Partitions start with no leadership until the controller says otherwise.
-// It first checks that the open-file limit holds the partitions found.
+// It first checks that the open-file limit holds the partitions found. A dir
+// whose disk fails while loading goes offline (KIP-112); with none left,
+// Load fails.
 func (m *Manager) Load() error {
-	type found struct {
-		tp  TP
-		dir string
+	found, err := m.scanDirs()
+	if err != nil {
+		return err
 	}
-	var todo []found
-	for _, dir := range m.cfg.LogDirs {
-		entries, err := os.ReadDir(dir)
+	type todoLog struct {
+		tp         TP
+		root, path string
+	}
+	todo := make([]todoLog, 0, len(found))
+	for tp, root := range found {
+		path, err := partitionDir(root, tp)
 		if err != nil {
-			return fmt.Errorf("reading log dir %s: %w", dir, err)
+			return err
 		}
-		for _, e := range entries {
-			if !e.IsDir() {
-				continue
-			}
-			if strings.HasSuffix(e.Name(), "-delete") {
-				// A deletion interrupted by a crash: finish it.
-				if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
-					m.logger.Warn("removing deleted partition dir", "dir", e.Name(), "err", err)
-				}
-				continue
-			}
-			tp, ok := ParseDirName(e.Name())
-			if !ok {
-				continue
-			}
-			todo = append(todo, found{tp, filepath.Join(dir, e.Name())})
-		}
+		todo = append(todo, todoLog{tp, root, path})
 	}
 	budget, err := klog.PlanFiles(len(todo), m.cfg.FileReserve, m.cfg.FileCacheSize)
 	if err != nil {
@@ -157,13 +149,42 @@ func (m *Manager) Load() error {
 	var mu sync.Mutex
 	var errs []error
 	m.parallel(len(todo), func(i int) {
-		if _, err := m.open(todo[i].tp, todo[i].dir); err != nil {
+		t := todo[i]
+		if _, err := m.open(t.tp, t.root, t.path); err != nil {
+			if isStorageErr(err) {
+				m.markFailed(t.root, err)
+				return
+			}
 			mu.Lock()
 			errs = append(errs, err)
 			mu.Unlock()
 		}
 	})
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, d := range m.Dirs() {
+		if d.Err == nil {
+			continue
+		}
+		m.logger.Error("log dir offline at start", "dir", d.Path, "err", d.Err)
+		m.mu.Lock()
+		var hit []*Partition
+		for tp, p := range m.parts {
+			if p.dir == d.Path {
+				hit = append(hit, p)
+				delete(m.parts, tp)
+			}
+		}
+		m.mu.Unlock()
+		for _, p := range hit {
+			p.log.Abandon()
+		}
+	}
+	if m.onlineDirs() == 0 {
+		return fmt.Errorf("%w: %s", errAllDirsFailed, strings.Join(m.cfg.LogDirs, ", "))
+	}
+	return nil
 }
 
 // parallel runs f(0) to f(n-1) on LoadThreads goroutines and waits.
@@ -186,7 +207,8 @@ func (m *Manager) parallel(n int, f func(int)) {
 	wg.Wait()
 }
 
-func (m *Manager) open(tp TP, dir string) (*Partition, error) {
+// open opens tp's log in dir, a directory of the log dir root.
+func (m *Manager) open(tp TP, root, dir string) (*Partition, error) {
 	st := m.cfg.TopicSettings(tp.Topic)
 	st.Log.FileCache = m.files
 	l, err := klog.Open(dir, st.Log, m.logger.With("topic", tp.Topic, "partition", tp.Partition))
@@ -194,31 +216,13 @@ func (m *Manager) open(tp TP, dir string) (*Partition, error) {
 		return nil, fmt.Errorf("opening log of %s: %w", tp, err)
 	}
 	p := newPartition(tp.Topic, tp.Partition, m.cfg.BrokerID, l, m.logger)
+	p.dir = root
+	p.storageFailed = func(err error) { m.reportStorageError(root, err) }
 	p.SetLimits(st.MinISR, m.cfg.ReplicaLagMax)
 	m.mu.Lock()
 	m.parts[tp] = p
 	m.mu.Unlock()
 	return p, nil
-}
-
-// pickDir chooses the log dir holding the fewest partitions, as Kafka does.
-func (m *Manager) pickDir() string {
-	counts := map[string]int{}
-	for _, d := range m.cfg.LogDirs {
-		counts[d] = 0
-	}
-	m.mu.RLock()
-	for _, p := range m.parts {
-		counts[filepath.Dir(p.log.Dir())]++
-	}
-	m.mu.RUnlock()
-	best := m.cfg.LogDirs[0]
-	for _, d := range m.cfg.LogDirs {
-		if counts[d] < counts[best] {
-			best = d
-		}
-	}
-	return best
 }
 
 // Get returns a hosted partition, or nil.
@@ -228,12 +232,15 @@ func (m *Manager) Get(tp TP) *Partition {
 	return m.parts[tp]
 }
 
-// Partitions returns all hosted partitions sorted by topic and partition.
+// Partitions returns the hosted partitions that are online (their log dir
+// has not failed), sorted by topic and partition.
 func (m *Manager) Partitions() []*Partition {
 	m.mu.RLock()
 	out := make([]*Partition, 0, len(m.parts))
 	for _, p := range m.parts {
-		out = append(out, p)
+		if !p.Offline() {
+			out = append(out, p)
+		}
 	}
 	m.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool {
@@ -363,15 +370,32 @@ func (m *Manager) apply(u LeaderUpdate, addrs map[int32]string) error {
 	}
 	p := m.Get(u.TP)
 	if p == nil {
-		dir, err := partitionDir(m.pickDir(), u.TP)
-		if err != nil {
-			return err
-		}
-		p, err = m.open(u.TP, dir)
-		if err != nil {
-			m.logger.Error("creating partition", "partition", u.TP.String(), "err", err)
+		if !u.IsNew && m.hasOfflineDir() {
+			// Its log may be in the failed dir: creating an empty one elsewhere
+			// would serve a replica without its records (Kafka refuses too).
 			return kerr.KafkaStorageError
 		}
+		root, ok := m.pickDir()
+		if !ok {
+			return kerr.KafkaStorageError
+		}
+		dir, err := partitionDir(root, u.TP)
+		if err != nil {
+			m.unplace(root)
+			return err
+		}
+		p, err = m.open(u.TP, root, dir)
+		if err != nil {
+			m.unplace(root)
+			m.logger.Error("creating partition", "partition", u.TP.String(), "dir", root, "err", err)
+			if isStorageErr(err) {
+				m.reportStorageError(root, err)
+			}
+			return kerr.KafkaStorageError
+		}
+	}
+	if p.Offline() {
+		return kerr.KafkaStorageError
 	}
 	cur := p.State()
 	if cur.LeaderEpoch >= 0 && u.State.LeaderEpoch < cur.LeaderEpoch {
@@ -423,6 +447,7 @@ func (m *Manager) StopReplica(controllerEpoch int32, tp TP, del bool) error {
 	m.mu.Lock()
 	delete(m.parts, tp)
 	m.mu.Unlock()
+	m.unplace(p.dir)
 	p.mu.Lock()
 	p.deleted = true
 	p.mu.Unlock()
@@ -449,6 +474,7 @@ func (m *Manager) clean() {
 		}
 		res, err := p.log.Clean(m.ctx)
 		if err != nil {
+			p.checkStorage(err)
 			if m.ctx.Err() == nil {
 				m.logger.Error("compaction failed", "topic", p.Topic, "partition", p.ID, "err", err)
 			}
@@ -481,6 +507,7 @@ func (m *Manager) every(d time.Duration, f func()) {
 func (m *Manager) flush() {
 	for _, p := range m.Partitions() {
 		if err := p.log.MaybeFlush(); err != nil {
+			p.checkStorage(err)
 			m.logger.Error("flush failed", "partition", p.Topic, "id", p.ID, "err", err)
 		}
 	}
@@ -489,6 +516,7 @@ func (m *Manager) flush() {
 func (m *Manager) retention() {
 	for _, p := range m.Partitions() {
 		if n, err := p.log.EnforceRetention(); err != nil {
+			p.checkStorage(err)
 			m.logger.Error("retention failed", "partition", p.Topic, "id", p.ID, "err", err)
 		} else if n > 0 {
 			m.logger.Info("deleted segments by retention", "topic", p.Topic, "partition", p.ID, "segments", n)

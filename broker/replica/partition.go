@@ -40,6 +40,10 @@ type Partition struct {
 	log    *klog.Log
 	logger *slog.Logger
 	now    func() time.Time
+	// dir is the log dir holding the partition; storageFailed reports an
+	// I/O error of its log, which takes the whole dir offline (KIP-112).
+	dir           string
+	storageFailed func(error)
 
 	mu         sync.Mutex
 	state      State
@@ -57,6 +61,7 @@ type Partition struct {
 	// leader epoch settles it.
 	pendingAdd  int32
 	deleted     bool
+	offline     bool     // its log dir failed: it serves nothing until the broker restarts
 	consumerW   watchers // woken when the high watermark moves
 	replicaW    watchers // woken when the log end offset moves (followers' long polls)
 	isrChangedW watchers // woken when the ISR changes (acks=all waits)
@@ -64,7 +69,7 @@ type Partition struct {
 
 func newPartition(topic string, id int32, self int32, l *klog.Log, logger *slog.Logger) *Partition {
 	return &Partition{
-		Topic: topic, ID: id, self: self, log: l, now: time.Now,
+		Topic: topic, ID: id, self: self, log: l, now: time.Now, storageFailed: func(error) {},
 		logger:     logger.With("topic", topic, "partition", id),
 		followers:  map[int32]*follower{},
 		minISR:     1,
@@ -85,6 +90,47 @@ func (p *Partition) State() State {
 	st.ISR = slices.Clone(st.ISR)
 	st.Replicas = slices.Clone(st.Replicas)
 	return st
+}
+
+// Offline reports whether the partition's log dir failed.
+func (p *Partition) Offline() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.offline
+}
+
+// notLeaderLocked is the error of a request only a leader serves, asked of a
+// partition that is not leading: KAFKA_STORAGE_ERROR when its dir failed.
+func (p *Partition) notLeaderLocked() error {
+	if p.offline {
+		return kerr.KafkaStorageError
+	}
+	return kerr.NotLeaderForPartition
+}
+
+// checkStorage reports err to the manager when the disk returned it, and
+// returns it.
+func (p *Partition) checkStorage(err error) error {
+	if isStorageErr(err) {
+		p.storageFailed(err)
+	}
+	return err
+}
+
+// goOffline takes the partition out of service after its log dir failed:
+// it leads and follows nothing, its waiters wake (and find it offline), and
+// its log is closed without writing anything more to the failed disk.
+func (p *Partition) goOffline() {
+	p.mu.Lock()
+	p.offline = true
+	p.leader = false
+	p.pendingAdd = -1
+	p.followers = map[int32]*follower{}
+	p.mu.Unlock()
+	p.consumerW.wakeAll()
+	p.replicaW.wakeAll()
+	p.isrChangedW.wakeAll()
+	p.log.Abandon()
 }
 
 // IsLeader reports whether this broker leads the partition.
@@ -176,7 +222,7 @@ func (p *Partition) LastOffsetForLeaderEpoch(currentEpoch, epoch int32) (int32, 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.leader {
-		return -1, -1, kerr.NotLeaderForPartition
+		return -1, -1, p.notLeaderLocked()
 	}
 	if err := p.checkEpochLocked(currentEpoch); err != nil {
 		return -1, -1, err
@@ -210,8 +256,9 @@ func (p *Partition) AppendAsCoordinator(records []byte) (klog.AppendResult, erro
 func (p *Partition) appendAsLeader(acks int16, appendFn func(epoch int32) (klog.AppendResult, error)) (klog.AppendResult, error) {
 	p.mu.Lock()
 	if !p.leader {
+		err := p.notLeaderLocked()
 		p.mu.Unlock()
-		return klog.AppendResult{}, kerr.NotLeaderForPartition
+		return klog.AppendResult{}, err
 	}
 	if acks == -1 && len(p.state.ISR) < p.minISR {
 		p.mu.Unlock()
@@ -221,7 +268,7 @@ func (p *Partition) appendAsLeader(acks int16, appendFn func(epoch int32) (klog.
 	res, err := appendFn(epoch)
 	if err != nil {
 		p.mu.Unlock()
-		return res, err
+		return res, p.checkStorage(err)
 	}
 	if !res.Duplicate {
 		p.maybeAdvanceHWLocked()
@@ -237,14 +284,16 @@ func (p *Partition) appendAsLeader(acks int16, appendFn func(epoch int32) (klog.
 func (p *Partition) AppendMarker(pid int64, epoch int16, m batch.Marker) (klog.AppendResult, error) {
 	p.mu.Lock()
 	if !p.leader {
+		err := p.notLeaderLocked()
 		p.mu.Unlock()
-		return klog.AppendResult{}, kerr.NotLeaderForPartition
+		return klog.AppendResult{}, err
 	}
 	if len(p.state.ISR) < p.minISR {
 		p.mu.Unlock()
 		return klog.AppendResult{}, kerr.NotEnoughReplicas
 	}
 	res, err := p.log.AppendMarker(pid, epoch, m, p.state.LeaderEpoch)
+	p.checkStorage(err)
 	if err != nil && res.NumRecords == 0 {
 		p.mu.Unlock()
 		return res, err
@@ -264,13 +313,13 @@ func (p *Partition) WaitReplicated(ctx context.Context, offset int64) error {
 	w := NewWaiter()
 	for {
 		p.mu.Lock()
-		leader, isr, minISR := p.leader, len(p.state.ISR), p.minISR
+		leader, isr, minISR, notLeader := p.leader, len(p.state.ISR), p.minISR, p.notLeaderLocked()
 		p.consumerW.add(w)
 		p.isrChangedW.add(w)
 		p.mu.Unlock()
 		if !leader {
 			p.Unwatch(w)
-			return kerr.NotLeaderForPartition
+			return notLeader
 		}
 		if p.log.HighWatermark() > offset {
 			p.Unwatch(w)
@@ -341,8 +390,9 @@ type ReadInfo struct {
 func (p *Partition) ReadForConsumer(offset int64, maxBytes int32, currentEpoch int32, minOne, readCommitted bool) (klog.Region, ReadInfo, error) {
 	p.mu.Lock()
 	if !p.leader {
+		err := p.notLeaderLocked()
 		p.mu.Unlock()
-		return klog.Region{}, ReadInfo{}, kerr.NotLeaderForPartition
+		return klog.Region{}, ReadInfo{}, err
 	}
 	if err := p.checkEpochLocked(currentEpoch); err != nil {
 		p.mu.Unlock()
@@ -360,7 +410,7 @@ func (p *Partition) ReadForConsumer(offset int64, maxBytes int32, currentEpoch i
 		return klog.Region{}, info, nil
 	}
 	r, err := p.log.Read(offset, maxBytes, upper, minOne)
-	return r, info, err
+	return r, info, p.checkStorage(err)
 }
 
 // ReadForFollower serves a follower's fetch: it records the follower's position,
@@ -368,8 +418,9 @@ func (p *Partition) ReadForConsumer(offset int64, maxBytes int32, currentEpoch i
 func (p *Partition) ReadForFollower(replica int32, offset int64, maxBytes int32, currentEpoch int32, minOne bool) (klog.Region, ReadInfo, *State, error) {
 	p.mu.Lock()
 	if !p.leader {
+		err := p.notLeaderLocked()
 		p.mu.Unlock()
-		return klog.Region{}, ReadInfo{}, nil, kerr.NotLeaderForPartition
+		return klog.Region{}, ReadInfo{}, nil, err
 	}
 	if err := p.checkEpochLocked(currentEpoch); err != nil {
 		p.mu.Unlock()
@@ -405,7 +456,7 @@ func (p *Partition) ReadForFollower(replica int32, offset int64, maxBytes int32,
 	p.mu.Unlock()
 	info := ReadInfo{HighWatermark: p.log.HighWatermark(), LastStableOffset: p.log.LastStableOffset(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: leo}
 	r, err := p.log.Read(offset, maxBytes, leo, minOne)
-	return r, info, expand, err
+	return r, info, expand, p.checkStorage(err)
 }
 
 // shrinkCandidate returns the ISR without followers that have not caught up within

@@ -150,8 +150,15 @@ func runBrokerStart(ctx context.Context, f *cmdutil.Factory, opts *brokerStartOp
 		fmt.Fprintln(f.IO.Out, brokerproc.ReadyLine(brokerproc.Ready{
 			ID: b.ID(), Addr: b.Addr(), Advertised: b.AdvertisedAddr(), ClusterID: b.ClusterID(), Mode: mode}))
 	case <-ctx.Done():
+	case err := <-b.Failed():
+		return fmt.Errorf("broker %d stopped: %w", b.ID(), err)
 	}
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case err := <-b.Failed():
+		// It stopped itself (every log dir failed) and has shut down already.
+		return fmt.Errorf("broker %d stopped: %w", b.ID(), err)
+	}
 	fmt.Fprintf(f.IO.Out, "ktool broker %d shutting down\n", b.ID())
 	sctx, cancel := context.WithTimeout(context.Background(), opts.ShutdownTimeout)
 	defer cancel()

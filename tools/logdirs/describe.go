@@ -24,12 +24,17 @@ type Replica struct {
 	IsFuture  bool  `json:"is_future" yaml:"is_future"`
 }
 
-// Dir is one log directory of a broker.
+// Dir is one log directory of a broker. A dir whose disk failed (KIP-112)
+// has Error KAFKA_STORAGE_ERROR and no replicas.
 type Dir struct {
 	Path     string    `json:"path" yaml:"path"`
 	Error    string    `json:"error,omitempty" yaml:"error,omitempty"`
 	Size     int64     `json:"size" yaml:"size"`
 	Replicas []Replica `json:"replicas" yaml:"replicas"`
+	// TotalBytes and UsableBytes are the volume's size and free space, -1
+	// when the broker does not say (DescribeLogDirs below v4).
+	TotalBytes  int64 `json:"total_bytes" yaml:"total_bytes"`
+	UsableBytes int64 `json:"usable_bytes" yaml:"usable_bytes"`
 }
 
 // Broker is one broker's log dirs and their total.
@@ -69,7 +74,9 @@ func NewDescribeCommand(f *cmdutil.Factory, runF func(context.Context, *Describe
 		Long: `Describe asks every broker (or --broker ones) for its log directories
 (DescribeLogDirs), as kafka-log-dirs.sh --describe: each directory with the
 replicas in it, their size on disk and how far their log end is behind the
-high watermark, and each broker's total.`,
+high watermark, the volume's size and free space (brokers that answer
+DescribeLogDirs v4), and each broker's total. A dir whose disk failed is
+listed with KAFKA_STORAGE_ERROR, and the command then exits with status 1.`,
 		Example: `  ktool log-dirs describe
   ktool log-dirs describe --broker 1 --topics orders -o json`,
 		Args: cobra.NoArgs,
@@ -128,7 +135,7 @@ func Describe(ctx context.Context, adm *kadm.Client, brokers []int32, topics []s
 	for id, ds := range all {
 		b := Broker{ID: id, Dirs: []Dir{}}
 		for _, d := range ds.Sorted() {
-			dir := Dir{Path: d.Dir, Replicas: []Replica{}}
+			dir := Dir{Path: d.Dir, Replicas: []Replica{}, TotalBytes: d.TotalBytes, UsableBytes: d.UsableBytes}
 			if d.Err != nil {
 				dir.Error = d.Err.Error()
 			}
@@ -179,7 +186,7 @@ func RunDescribe(ctx context.Context, o *DescribeOptions) error {
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d brokers or log dirs could not be described (see the errors above)", failed)
+		return fmt.Errorf("%d brokers could not be described or log dirs are offline (see above)", failed)
 	}
 	if err != nil {
 		return o.Factory.ClusterError("describing log dirs", err)
@@ -192,16 +199,28 @@ func writeTable(w io.Writer, rows []Broker) error {
 		_, err := fmt.Fprintln(w, "No brokers answered.")
 		return err
 	}
-	tbl := cmdutil.NewTable(w, "Broker", "Dir", "Topic", "Partition", "Size", "Offset lag", "Future")
+	dirs := cmdutil.NewTable(w, "Broker", "Dir", "State", "Replicas", "Size", "Usable", "Total")
 	for _, b := range rows {
 		if b.Error != "" {
-			tbl.Append([]string{strconv.Itoa(int(b.ID)), "-", "-", "-", "-", "-", "error: " + b.Error})
+			dirs.Append([]string{strconv.Itoa(int(b.ID)), "-", "error: " + b.Error, "-", "-", "-", "-"})
 			continue
 		}
 		for _, d := range b.Dirs {
+			state := "online"
 			if d.Error != "" {
-				tbl.Append([]string{strconv.Itoa(int(b.ID)), d.Path, "-", "-", "-", "-", "error: " + d.Error})
+				state = "offline: " + d.Error
 			}
+			dirs.Append([]string{strconv.Itoa(int(b.ID)), d.Path, state, strconv.Itoa(len(d.Replicas)),
+				strconv.FormatInt(d.Size, 10), bytesOrDash(d.UsableBytes), bytesOrDash(d.TotalBytes)})
+		}
+	}
+	if err := dirs.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	tbl := cmdutil.NewTable(w, "Broker", "Dir", "Topic", "Partition", "Size", "Offset lag", "Future")
+	for _, b := range rows {
+		for _, d := range b.Dirs {
 			for _, r := range d.Replicas {
 				future := ""
 				if r.IsFuture {
@@ -221,4 +240,12 @@ func writeTable(w io.Writer, rows []Broker) error {
 		tot.Append([]string{strconv.Itoa(int(b.ID)), strconv.Itoa(len(b.Dirs)), strconv.Itoa(b.Replicas), strconv.FormatInt(b.Size, 10)})
 	}
 	return tot.Render()
+}
+
+// bytesOrDash is n, or "-" when the broker did not say (-1).
+func bytesOrDash(n int64) string {
+	if n < 0 {
+		return "-"
+	}
+	return strconv.FormatInt(n, 10)
 }
