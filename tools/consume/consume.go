@@ -34,6 +34,7 @@ type Options struct {
 	PluginDir  string
 	Format     string
 	ExitAtEnd  bool
+	Isolation  string // read_uncommitted or read_committed
 }
 
 // NewCommand returns `ktool consume`.
@@ -55,13 +56,20 @@ range, roundrobin, sticky and cooperative-sticky, or an external assignor,
 an executable named ktool-assignor-NAME in the plugin directory (see
 ` + "`ktool plugin list`" + `). Members of one group must agree on the assignor's name.
 
+--isolation read_committed reads only committed transactional records: it
+stops at each partition's last stable offset (an open transaction holds it)
+and skips records of aborted transactions; the end of -e and -N is then the
+last stable offset. read_uncommitted (the default) reads everything below the
+high watermark. Transaction markers are never printed.
+
 -f format (kcat's): %t topic, %p partition, %o offset, %k key, %s value,
 %T timestamp (ms), %h headers (k=v,k=v), %K key length, %S value length,
 %% a percent sign; \n \t escapes. Default "%s\n".`,
 		Example: `  ktool consume orders -e
   ktool consume orders --offset -10 -f '%p@%o %k=%s\n'
   ktool consume orders --group audit --assignor cooperative-sticky
-  ktool consume orders --offset @1700000000000 -c 1`,
+  ktool consume orders --offset @1700000000000 -c 1
+  ktool consume payments --isolation read_committed -e`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Topic = args[0]
@@ -81,6 +89,8 @@ an executable named ktool-assignor-NAME in the plugin directory (see
 	fl.StringVar(&opts.PluginDir, "plugin-dir", "", "directory of external plugins (env KTOOL_PLUGIN_DIR; default "+plugins.DefaultDir()+")")
 	fl.StringVarP(&opts.Format, "format", "f", `%s\n`, "output format (see above)")
 	fl.BoolVarP(&opts.ExitAtEnd, "exit", "e", false, "exit when every partition has been read to its end")
+	fl.StringVar(&opts.Isolation, "isolation", "read_uncommitted", "read_uncommitted or read_committed (only committed transactions, up to the last stable offset)")
+	_ = cmd.RegisterFlagCompletionFunc("isolation", cobra.FixedCompletions([]string{"read_uncommitted", "read_committed"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -138,6 +148,12 @@ func (o *Options) prepare(ctx context.Context) (p prepared, err error) {
 	}
 	if o.Count < 0 {
 		return p, cmdutil.Usagef("--count must not be negative")
+	}
+	if o.Isolation == "" {
+		o.Isolation = "read_uncommitted"
+	}
+	if o.Isolation != "read_uncommitted" && o.Isolation != "read_committed" {
+		return p, cmdutil.Usagef("--isolation %q: read_uncommitted or read_committed", o.Isolation)
 	}
 	if o.Group != "" && len(o.Partitions) > 0 {
 		return p, cmdutil.Usagef("--partition cannot be used with --group: the group assigns partitions")
@@ -197,7 +213,11 @@ func (o *Options) plan(ctx context.Context, spec OffsetSpec) (positions, error) 
 	if err != nil {
 		return positions{}, o.Factory.ClusterError("listing start offsets", err)
 	}
-	ends, err := adm.ListEndOffsets(rctx, o.Topic)
+	listEnds := adm.ListEndOffsets
+	if o.readCommitted() {
+		listEnds = adm.ListCommittedOffsets // the last stable offsets
+	}
+	ends, err := listEnds(rctx, o.Topic)
 	if err != nil {
 		return positions{}, o.Factory.ClusterError("listing end offsets", err)
 	}
@@ -250,7 +270,12 @@ func run(ctx context.Context, o *Options) error {
 
 	var mu sync.Mutex
 	assigned := map[int32]bool{}
-	var opts []kgo.Opt
+	// Markers come back too, so that the position moves past them (to the
+	// end, with -e) though they are not printed.
+	opts := []kgo.Opt{kgo.KeepControlRecords()}
+	if o.readCommitted() {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
 	if o.Group != "" {
 		opts = append(opts,
 			kgo.ConsumerGroup(o.Group), kgo.ConsumeTopics(o.Topic), kgo.Balancers(prep.bal),
@@ -342,6 +367,15 @@ func run(ctx context.Context, o *Options) error {
 			if stop {
 				return
 			}
+			if r.Attrs.IsControl() {
+				if o.Group != "" {
+					cl.MarkCommitRecords(r)
+				}
+				mu.Lock()
+				pos.next[r.Partition] = max(pos.next[r.Partition], r.Offset+1)
+				mu.Unlock()
+				return
+			}
 			buf = prep.format.Append(buf[:0], r)
 			if _, err := w.Write(buf); err != nil {
 				stop = true
@@ -368,6 +402,8 @@ func run(ctx context.Context, o *Options) error {
 		}
 	}
 }
+
+func (o *Options) readCommitted() bool { return o.Isolation == "read_committed" }
 
 // quiet ends a pipeline whose reader went away (`| head`) without an error.
 func quiet(err error) error {

@@ -210,3 +210,42 @@ func TestFlags(t *testing.T) {
 		t.Errorf("parsed %+v", got)
 	}
 }
+
+// TestConsumeIsolation: read_committed prints only committed transactions and
+// -e ends although the log ends with a transaction marker, in both modes.
+func TestConsumeIsolation(t *testing.T) {
+	c := cmdtest.Cluster(t, kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+	env := cmdtest.NewEnv(t, c.ListenAddrs())
+	cl, err := env.F.Client(kgo.DefaultProduceTopic("t"), kgo.TransactionalID("consume-test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx := cmdtest.Ctx(t)
+	for _, txn := range []struct {
+		values []string
+		commit bool
+	}{{[]string{"c0", "c1"}, true}, {[]string{"a0"}, false}, {[]string{"c2"}, true}} {
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range txn.values {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(txn.commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := consume(t, env, &Options{ExitAtEnd: true, Isolation: "read_committed"}); got != "c0\nc1\nc2\n" {
+		t.Errorf("read_committed: %q", got)
+	}
+	if got := consume(t, env, &Options{ExitAtEnd: true}); got != "c0\nc1\na0\nc2\n" {
+		t.Errorf("read_uncommitted: %q", got)
+	}
+	o := &Options{Factory: env.F, Topic: "t", Isolation: "serializable", Offset: "beginning", Format: `%s\n`}
+	if err := run(ctx, o); err == nil {
+		t.Error("--isolation serializable accepted")
+	}
+}

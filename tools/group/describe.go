@@ -17,8 +17,9 @@ type DescribeOptions struct {
 	Factory *cmdutil.Factory
 	Output  cmdutil.OutputFlag
 
-	Groups []string
-	All    bool
+	Groups    []string
+	All       bool
+	Isolation string
 }
 
 // NewDescribeCommand returns `ktool group describe`. runF replaces the run
@@ -35,9 +36,16 @@ assigned partitions) and, per partition, the committed offset, the log end
 offset and the lag between them, with the lag summed per topic and in total.
 
 Lag is -1 where it cannot be known (the partition's leader did not answer).
-A partition without a committed offset is lagging by the whole log.`,
+A partition without a committed offset is lagging by the whole log.
+
+--isolation read_committed measures the lag of a read_committed group (a
+transactional consume-transform-produce application, Kafka Streams with
+exactly-once) against each partition's last stable offset instead of the
+high watermark: the records of an open transaction are not lag such a group
+can consume yet.`,
 		Example: `  ktool group describe audit
-  ktool group describe --all -o json`,
+  ktool group describe --all -o json
+  ktool group describe etl --isolation read_committed`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Groups = args
 			if err := opts.Output.Validate(); err != nil {
@@ -46,6 +54,9 @@ A partition without a committed offset is lagging by the whole log.`,
 			if opts.All == (len(args) > 0) {
 				return cmdutil.Usagef("name groups or pass --all, not both or neither")
 			}
+			if opts.Isolation != ReadUncommitted && opts.Isolation != ReadCommitted {
+				return cmdutil.Usagef("--isolation %q: %s or %s", opts.Isolation, ReadUncommitted, ReadCommitted)
+			}
 			if runF != nil {
 				return runF(cmd.Context(), opts)
 			}
@@ -53,6 +64,8 @@ A partition without a committed offset is lagging by the whole log.`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.All, "all", false, "describe every group")
+	cmd.Flags().StringVar(&opts.Isolation, "isolation", ReadUncommitted, "lag against the high watermark (read_uncommitted) or the last stable offset (read_committed)")
+	_ = cmd.RegisterFlagCompletionFunc("isolation", cobra.FixedCompletions([]string{ReadUncommitted, ReadCommitted}, cobra.ShellCompDirectiveNoFileComp))
 	opts.Output.Register(cmd)
 	return cmd
 }
@@ -75,7 +88,7 @@ func runDescribe(ctx context.Context, o *DescribeOptions) error {
 	}
 	groups := []Group{}
 	if len(names) > 0 {
-		if groups, err = Load(rctx, adm, names); err != nil {
+		if groups, err = LoadIsolated(rctx, adm, names, o.Isolation); err != nil {
 			return o.Factory.ClusterError("describing groups", err)
 		}
 	}
@@ -108,7 +121,11 @@ func writeDescribe(w io.Writer, groups []Group) error {
 		}
 		if len(g.Offsets) > 0 {
 			fmt.Fprintln(w)
-			t := cmdutil.NewTable(w, "Topic", "Partition", "Committed", "Log end", "Lag", "Member")
+			end := "Log end"
+			if g.Isolation == ReadCommitted {
+				end = "Last stable"
+			}
+			t := cmdutil.NewTable(w, "Topic", "Partition", "Committed", end, "Lag", "Member")
 			for _, o := range g.Offsets {
 				member := o.MemberID
 				if member == "" {

@@ -620,3 +620,52 @@ func TestResetFlagsParse(t *testing.T) {
 		t.Errorf("parsed %+v", got)
 	}
 }
+
+// TestDescribeLagAgainstLastStableOffset: with --isolation read_committed the
+// lag stops at the last stable offset, which an open transaction holds back.
+func TestDescribeLagAgainstLastStableOffset(t *testing.T) {
+	env := newEnv(t)
+	adm, err := env.F.Admin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	os := kadm.Offsets{}
+	os.AddOffset("t", 0, 3, -1)
+	if _, err := adm.CommitOffsets(cmdtest.Ctx(t), "g", os); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := env.F.Client(kgo.TransactionalID("lag-test"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := tx.ProduceSync(cmdtest.Ctx(t), &kgo.Record{Topic: "t", Partition: 0, Value: []byte(fmt.Sprint(i))}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		isolation string
+		end, lag  int64
+	}{{ReadUncommitted, 15, 12}, {ReadCommitted, 10, 7}} {
+		out, errOut, code := run(t, env, NewDescribeCommand(env.F, nil), "g", "-o", "json", "--isolation", tc.isolation)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		var gs []Group
+		if err := json.Unmarshal([]byte(out), &gs); err != nil || len(gs) != 1 || len(gs[0].Offsets) != 1 {
+			t.Fatalf("%v in %s", err, out)
+		}
+		g, o := gs[0], gs[0].Offsets[0]
+		if g.Isolation != tc.isolation || o.LogEnd != tc.end || o.Lag != tc.lag || g.TotalLag != tc.lag {
+			t.Errorf("%s: end %d lag %d total %d isolation %s, want end %d lag %d", tc.isolation, o.LogEnd, o.Lag, g.TotalLag, g.Isolation, tc.end, tc.lag)
+		}
+	}
+	if _, _, code := run(t, env, NewDescribeCommand(env.F, nil), "g", "--isolation", "dirty"); code == 0 {
+		t.Error("--isolation dirty accepted")
+	}
+}

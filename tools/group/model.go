@@ -24,6 +24,9 @@ type Group struct {
 	Offsets      []Offset   `json:"offsets" yaml:"offsets"`
 	TopicLag     []TopicLag `json:"topic_lag" yaml:"topic_lag"`
 	TotalLag     int64      `json:"total_lag" yaml:"total_lag"`
+	// Isolation is what the lag is measured against: read_uncommitted (the
+	// high watermark) or read_committed (the last stable offset).
+	Isolation string `json:"isolation" yaml:"isolation"`
 }
 
 // Member is one member of a group.
@@ -68,9 +71,74 @@ func errNoGroup(name string) error {
 	return fmt.Errorf("group %q does not exist (see `ktool group list`)", name)
 }
 
-// Load describes groups with their lag. A group the coordinator does not
-// know is an error naming it.
+// Isolation levels a lag is measured at.
+const (
+	ReadUncommitted = "read_uncommitted"
+	ReadCommitted   = "read_committed"
+)
+
+// Load describes groups with their lag against the high watermark. A group
+// the coordinator does not know is an error naming it.
 func Load(ctx context.Context, adm *kadm.Client, names []string) ([]Group, error) {
+	return LoadIsolated(ctx, adm, names, ReadUncommitted)
+}
+
+// LoadIsolated is Load with the lag of read_committed consumers measured
+// against each partition's last stable offset, what such a consumer can
+// reach (an open transaction holds it back), when isolation is ReadCommitted.
+func LoadIsolated(ctx context.Context, adm *kadm.Client, names []string, isolation string) ([]Group, error) {
+	groups, err := load(ctx, adm, names)
+	if err != nil || isolation != ReadCommitted {
+		return groups, err
+	}
+	topics := map[string]bool{}
+	for _, g := range groups {
+		for _, o := range g.Offsets {
+			topics[o.Topic] = true
+		}
+	}
+	stable := kadm.ListedOffsets{}
+	if len(topics) > 0 {
+		if stable, err = adm.ListCommittedOffsets(ctx, slices.Sorted(maps.Keys(topics))...); err != nil {
+			return nil, fmt.Errorf("listing last stable offsets: %w", err)
+		}
+	}
+	for i := range groups {
+		measureAgainst(&groups[i], stable)
+	}
+	return groups, nil
+}
+
+// measureAgainst recomputes a group's lag against ends (last stable offsets).
+func measureAgainst(g *Group, ends kadm.ListedOffsets) {
+	g.Isolation = ReadCommitted
+	g.TopicLag, g.TotalLag = []TopicLag{}, 0
+	byTopic := map[string]int64{}
+	for i := range g.Offsets {
+		o := &g.Offsets[i]
+		e, ok := ends.Lookup(o.Topic, o.Partition)
+		switch {
+		case !ok || e.Err != nil:
+			o.LogEnd, o.Lag = -1, -1
+			if ok {
+				o.Error = e.Err.Error()
+			}
+		case o.Committed >= 0:
+			o.LogEnd, o.Lag = e.Offset, max(e.Offset-o.Committed, 0)
+		case o.LogStart >= 0:
+			o.LogEnd, o.Lag = e.Offset, max(e.Offset-o.LogStart, 0)
+		default:
+			o.LogEnd, o.Lag = e.Offset, -1
+		}
+		byTopic[o.Topic] += max(o.Lag, 0)
+	}
+	for _, topic := range slices.Sorted(maps.Keys(byTopic)) {
+		g.TopicLag = append(g.TopicLag, TopicLag{Topic: topic, Lag: byTopic[topic]})
+		g.TotalLag += byTopic[topic]
+	}
+}
+
+func load(ctx context.Context, adm *kadm.Client, names []string) ([]Group, error) {
 	lags, err := adm.Lag(ctx, names...)
 	if err != nil {
 		return nil, err
@@ -106,6 +174,7 @@ func fromLag(l kadm.DescribedGroupLag) Group {
 		Members:      []Member{},
 		Offsets:      []Offset{},
 		TopicLag:     []TopicLag{},
+		Isolation:    ReadUncommitted,
 	}
 	for _, m := range l.Members {
 		g.Members = append(g.Members, fromMember(m))

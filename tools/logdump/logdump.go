@@ -45,12 +45,14 @@ func NewDumpCommand(f *cmdutil.Factory, runF func(context.Context, *DumpOptions)
 	opts := &DumpOptions{Factory: f}
 	cmd := &cobra.Command{
 		Use:   "dump PATH...",
-		Short: "Print the batches of .log segments and the entries of .index and .timeindex files",
+		Short: "Print the batches of .log segments and the entries of .index, .timeindex and .txnindex files",
 		Long: `Dump prints what a partition directory holds, like kafka-dump-log.sh.
 
 For a .log segment, every batch: base and last offset, record count, codec,
-producer id, epoch and base sequence, partition leader epoch, create and max
-timestamps, position, size and whether its CRC is valid. --records decodes
+producer id, epoch and base sequence, partition leader epoch, whether it is
+transactional and whether it is a control batch (a transaction's COMMIT or
+ABORT marker), create and max timestamps, position, size and whether its CRC
+is valid. With --records a marker shows its type and coordinator epoch. --records decodes
 every record (decompressing through the codec plugins): offset, timestamp,
 key, value (text when printable, else hex) and headers. --offsets-decoder
 reads them as the group coordinator's __consumer_offsets records, like
@@ -68,7 +70,9 @@ segments in offset order; its other files (snapshots, checkpoints,
 partition.metadata) are left out, and so are such files named on the command
 line, with a note on stderr.
 
-For .index and .timeindex files, every entry. --verify-index checks the
+For .index and .timeindex files, every entry. For a .txnindex file (the
+aborted transaction index), every aborted transaction: producer id, first
+offset, last offset (its ABORT marker) and the last stable offset after it. --verify-index checks the
 offset and time indexes against their .log segment and reports every
 mismatch; the command then exits with status 3 if it found problems (torn or
 corrupt batches, bad CRCs, index mismatches).`,
@@ -76,6 +80,7 @@ corrupt batches, bad CRCs, index mismatches).`,
   ktool log dump /var/lib/kafka/orders-0/00000000000000000000.log
   ktool log dump --records --verify-index /var/lib/kafka/orders-0/*.log
   ktool log dump /var/lib/kafka/orders-0/00000000000000000000.timeindex -o json
+  ktool log dump /var/lib/kafka/payments-0/00000000000000000000.txnindex
   ktool log dump --offsets-decoder /var/lib/kafka/__consumer_offsets-7
   ktool log dump --transaction-decoder /var/lib/kafka/__transaction_state-12`,
 		Args: cobra.MinimumNArgs(1),
@@ -124,7 +129,7 @@ func runDump(ctx context.Context, o *DumpOptions) error {
 		return err
 	}
 	for _, p := range skipped {
-		fmt.Fprintf(o.Factory.IO.ErrOut, "Skipped %s: not a segment, offset index or time index file.\n", p)
+		fmt.Fprintf(o.Factory.IO.ErrOut, "Skipped %s: not a segment, offset index, time index or transaction index file.\n", p)
 	}
 	dumps := make([]FileDump, 0, len(paths))
 	for _, p := range paths {
@@ -169,6 +174,12 @@ func dumpFile(ctx context.Context, path string, verify bool, codecs batch.Codecs
 		if d.TimeIndex, d.Problems, err = readTimeIndex(path, base); err != nil {
 			return d, fmt.Errorf("reading %s: %w", path, err)
 		}
+	case kindTxnIndex:
+		d = FileDump{Path: path, Kind: kind, BaseOffset: base}
+		if d.AbortedTxns, d.Problems, err = readTxnIndex(path); err != nil {
+			return d, fmt.Errorf("reading %s: %w", path, err)
+		}
+		return d, nil // --verify-index checks the offset and time indexes only
 	}
 	if !verify {
 		return d, nil
@@ -254,7 +265,7 @@ func expandPaths(args []string) (files, skipped []string, err error) {
 		files = append(files, p)
 	}
 	if len(files) == 0 {
-		return nil, nil, cmdutil.Usagef("none of %s is a segment, offset index or time index file", strings.Join(args, ", "))
+		return nil, nil, cmdutil.Usagef("none of %s is a segment, offset index, time index or transaction index file", strings.Join(args, ", "))
 	}
 	return files, skipped, nil
 }

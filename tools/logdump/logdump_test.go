@@ -390,3 +390,44 @@ func TestTransactionDecoder(t *testing.T) {
 		t.Error("both decoders accepted")
 	}
 }
+
+// TestDumpTxnIndex reads an aborted transaction index in Kafka's format.
+func TestDumpTxnIndex(t *testing.T) {
+	dir := t.TempDir()
+	var b []byte
+	for _, e := range [][4]int64{{7, 3, 9, 10}, {8, 11, 12, 11}} {
+		b = binary.BigEndian.AppendUint16(b, 0)
+		for _, v := range e {
+			b = binary.BigEndian.AppendUint64(b, uint64(v))
+		}
+	}
+	path := filepath.Join(dir, "00000000000000000000.txnindex")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"version: 0 producerId: 7 firstOffset: 3 lastOffset: 9 lastStableOffset: 10\n",
+		"version: 0 producerId: 8 firstOffset: 11 lastOffset: 12 lastStableOffset: 11\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("dump lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = run(t, path, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `"aborted_transactions"`) || !strings.Contains(out, `"last_stable_offset": 11`) {
+		t.Errorf("json dump:\n%s", out)
+	}
+	if err := os.WriteFile(path, b[:40], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(t, path); err == nil || !strings.Contains(out, "6 stray bytes") {
+		t.Errorf("torn index: %v\n%s", err, out)
+	}
+}

@@ -3,13 +3,15 @@ package logdump
 // FileDump is everything `ktool log dump` says about one file.
 type FileDump struct {
 	Path string `json:"path" yaml:"path"`
-	// Kind is log, index or timeindex.
+	// Kind is log, index, timeindex or txnindex.
 	Kind string `json:"kind" yaml:"kind"`
 	// BaseOffset is the segment's first offset, from the file name.
 	BaseOffset int64            `json:"base_offset" yaml:"base_offset"`
 	Batches    []Batch          `json:"batches,omitempty" yaml:"batches,omitempty"`
 	Index      []IndexEntry     `json:"index,omitempty" yaml:"index,omitempty"`
 	TimeIndex  []TimeIndexEntry `json:"time_index,omitempty" yaml:"time_index,omitempty"`
+	// AbortedTxns are the entries of a .txnindex file.
+	AbortedTxns []AbortedTxn `json:"aborted_transactions,omitempty" yaml:"aborted_transactions,omitempty"`
 	// Problems are a torn or corrupt tail, undecodable records and, with
 	// --verify-index, index entries that do not match the segment.
 	Problems []string `json:"problems,omitempty" yaml:"problems,omitempty"`
@@ -46,8 +48,10 @@ type Record struct {
 	Key       Bytes    `json:"key" yaml:"key"`
 	Value     Bytes    `json:"value" yaml:"value"`
 	Headers   []Header `json:"headers,omitempty" yaml:"headers,omitempty"`
-	// Control is a control batch's marker type: COMMIT, ABORT or type N.
-	Control string `json:"control,omitempty" yaml:"control,omitempty"`
+	// Control is a control batch's marker type: COMMIT, ABORT or type N,
+	// and CoordinatorEpoch the transaction coordinator's epoch in a marker.
+	Control          string `json:"control,omitempty" yaml:"control,omitempty"`
+	CoordinatorEpoch *int32 `json:"coordinator_epoch,omitempty" yaml:"coordinator_epoch,omitempty"`
 	// Decoded is the record read as a __consumer_offsets record
 	// (--offsets-decoder) or a __transaction_state record (--transaction-decoder).
 	Decoded *Decoded `json:"decoded,omitempty" yaml:"decoded,omitempty"`
@@ -78,4 +82,15 @@ type IndexEntry struct {
 type TimeIndexEntry struct {
 	Timestamp int64 `json:"timestamp" yaml:"timestamp"`
 	Offset    int64 `json:"offset" yaml:"offset"`
+}
+
+// AbortedTxn is an entry of an aborted transaction index (.txnindex): the
+// producer, the offsets from its transaction's first record to its ABORT
+// marker, and the last stable offset after the marker.
+type AbortedTxn struct {
+	Version          int16 `json:"version" yaml:"version"`
+	ProducerID       int64 `json:"producer_id" yaml:"producer_id"`
+	FirstOffset      int64 `json:"first_offset" yaml:"first_offset"`
+	LastOffset       int64 `json:"last_offset" yaml:"last_offset"`
+	LastStableOffset int64 `json:"last_stable_offset" yaml:"last_stable_offset"`
 }

@@ -26,7 +26,11 @@ func writeText(out io.Writer, dumps []FileDump) error {
 				b.Position, b.Size, b.CRC, b.CRCValid)
 			for _, r := range b.Records {
 				if r.Control != "" {
-					fmt.Fprintf(w, "| offset: %d %s: %d endTxnMarker: %s\n", r.Offset, b.TimestampType, r.Timestamp, r.Control)
+					fmt.Fprintf(w, "| offset: %d %s: %d endTxnMarker: %s", r.Offset, b.TimestampType, r.Timestamp, r.Control)
+					if r.CoordinatorEpoch != nil {
+						fmt.Fprintf(w, " coordinatorEpoch: %d", *r.CoordinatorEpoch)
+					}
+					fmt.Fprintln(w)
 					continue
 				}
 				if r.Decoded != nil {
@@ -49,6 +53,10 @@ func writeText(out io.Writer, dumps []FileDump) error {
 		}
 		for _, e := range d.TimeIndex {
 			fmt.Fprintf(w, "timestamp: %d offset: %d\n", e.Timestamp, e.Offset)
+		}
+		for _, e := range d.AbortedTxns {
+			fmt.Fprintf(w, "version: %d producerId: %d firstOffset: %d lastOffset: %d lastStableOffset: %d\n",
+				e.Version, e.ProducerID, e.FirstOffset, e.LastOffset, e.LastStableOffset)
 		}
 		for _, p := range d.Problems {
 			fmt.Fprintf(w, "Problem: %s\n", p)

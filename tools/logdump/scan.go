@@ -24,11 +24,13 @@ const (
 	kindLog       = "log"
 	kindIndex     = "index"
 	kindTimeIndex = "timeindex"
+	kindTxnIndex  = "txnindex"
 )
 
 const (
 	indexEntrySize     = 8
 	timeIndexEntrySize = 12
+	txnIndexEntrySize  = 34
 	// maxBatchSize bounds one batch read into memory; a larger length field
 	// means the file is corrupt there.
 	maxBatchSize = 1 << 30
@@ -42,12 +44,12 @@ func parseName(path string) (kind string, base int64, err error) {
 	name := filepath.Base(path)
 	stem, ext, ok := strings.Cut(name, ".")
 	if !ok {
-		return "", 0, fmt.Errorf("%s: not a segment file (want NNNNNNNNNNNNNNNNNNNN.log, .index or .timeindex)", path)
+		return "", 0, fmt.Errorf("%s: not a segment file (want NNNNNNNNNNNNNNNNNNNN.log, .index, .timeindex or .txnindex)", path)
 	}
 	switch ext {
-	case kindLog, kindIndex, kindTimeIndex:
+	case kindLog, kindIndex, kindTimeIndex, kindTxnIndex:
 	default:
-		return "", 0, fmt.Errorf("%s: unknown file type .%s (want .log, .index or .timeindex)", path, ext)
+		return "", 0, fmt.Errorf("%s: unknown file type .%s (want .log, .index, .timeindex or .txnindex)", path, ext)
 	}
 	base, err = strconv.ParseInt(stem, 10, 64)
 	if err != nil || base < 0 {
@@ -158,6 +160,9 @@ func decodeRecords(ctx context.Context, b []byte, h batch.Header, codecs batch.C
 		}
 		if h.Control() {
 			r.Control = controlType(br.Key)
+			if m, err := batch.ParseMarker(br); err == nil {
+				r.CoordinatorEpoch = &m.CoordinatorEpoch
+			}
 		} else if dec != nil {
 			r.Decoded = dec(br.Key, br.Value)
 		}
@@ -241,6 +246,34 @@ func readTimeIndex(path string, base int64) ([]TimeIndexEntry, []string, error) 
 			break
 		}
 		out = append(out, TimeIndexEntry{Timestamp: ts, Offset: base + int64(rel)})
+	}
+	return out, problems, nil
+}
+
+// readTxnIndex reads an aborted transaction index: Kafka's 34-byte entries
+// (version int16, producerId, firstOffset, lastOffset, lastStableOffset).
+func readTxnIndex(path string) ([]AbortedTxn, []string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	var problems []string
+	if rem := len(b) % txnIndexEntrySize; rem != 0 {
+		problems = append(problems, fmt.Sprintf("%d stray bytes at the end (entries are %d bytes)", rem, txnIndexEntrySize))
+	}
+	var out []AbortedTxn
+	for i := 0; i+txnIndexEntrySize <= len(b); i += txnIndexEntrySize {
+		e := AbortedTxn{
+			Version:          int16(binary.BigEndian.Uint16(b[i:])),
+			ProducerID:       int64(binary.BigEndian.Uint64(b[i+2:])),
+			FirstOffset:      int64(binary.BigEndian.Uint64(b[i+10:])),
+			LastOffset:       int64(binary.BigEndian.Uint64(b[i+18:])),
+			LastStableOffset: int64(binary.BigEndian.Uint64(b[i+26:])),
+		}
+		if e.Version != 0 {
+			problems = append(problems, fmt.Sprintf("entry %d has version %d, want 0", i/txnIndexEntrySize, e.Version))
+		}
+		out = append(out, e)
 	}
 	return out, problems, nil
 }
