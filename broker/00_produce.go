@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -35,10 +36,22 @@ import (
 
 func init() { registerAdvertised(0, 0, 3, 9, handleProduce) }
 
+// reuseFrame tells the protocol layer which requests' frames it may reuse once
+// answered: Produce's. handleProduce appends the records (a copy into the
+// page cache) before it responds and keeps no slice of the request after,
+// so a producer's megabyte frames cost no allocation each. A change that
+// holds record bytes past the response (an asynchronous append) must take
+// Produce out of here.
+func reuseFrame(key int16) bool { return key == 0 }
+
+// pendingAck is a partition's answer waiting for its records to be synced
+// (flush.messages) and, with acks=all, replicated.
 type pendingAck struct {
-	p      *replica.Partition
-	last   int64
-	ti, pi int // where its answer sits in the response
+	p         *replica.Partition
+	last      int64
+	sync      bool
+	replicate bool
+	ti, pi    int // where its answer sits in the response
 }
 
 func handleProduce(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
@@ -111,8 +124,9 @@ func produce(b *Broker, rc *reqCtx, req *kmsg.ProduceRequest, checks map[replica
 				}
 			}
 			rt.Partitions = append(rt.Partitions, rp)
-			if err == nil && acks == -1 {
-				waits = append(waits, pendingAck{p: part, last: res.LastOffset, ti: len(resp.Topics), pi: len(rt.Partitions) - 1})
+			if err == nil && (acks == -1 || res.Sync) {
+				waits = append(waits, pendingAck{p: part, last: res.LastOffset, sync: res.Sync, replicate: acks == -1,
+					ti: len(resp.Topics), pi: len(rt.Partitions) - 1})
 			}
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -124,23 +138,58 @@ func produce(b *Broker, rc *reqCtx, req *kmsg.ProduceRequest, checks map[replica
 	}
 	if acks == 0 {
 		respond(protocol.Response{None: true})
+		if len(waits) > 0 {
+			go syncAcks(waits, resp)
+		}
 		return
 	}
 	if len(waits) == 0 {
 		respond(protocol.Response{Msg: resp})
 		return
 	}
+	// The waits run off the connection's reader, so the connection's next
+	// requests append meanwhile and one sync covers them all (group commit).
+	// An acks=all wait is woken by the follower fetch that moves the high
+	// watermark (replica.Partition.WaitReplicated), never by a timer.
 	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
 	go func() {
 		ctx, cancel := context.WithTimeout(rc.ctx, timeout)
 		defer cancel()
+		syncAcks(waits, resp)
 		for _, w := range waits {
+			rp := &resp.Topics[w.ti].Partitions[w.pi]
+			if !w.replicate || rp.ErrorCode != 0 {
+				continue
+			}
 			if err := w.p.WaitReplicated(ctx, w.last); err != nil {
-				resp.Topics[w.ti].Partitions[w.pi].ErrorCode = errorCode(err)
+				rp.ErrorCode = errorCode(err)
 			}
 		}
 		respond(protocol.Response{Msg: resp})
 	}()
+}
+
+// syncAcks syncs the partitions that flush.messages asks to (at once, so
+// that their fdatasyncs share the file system's journal commit) and marks a
+// failed one KAFKA_STORAGE_ERROR: its records are not acknowledged.
+func syncAcks(waits []pendingAck, resp *kmsg.ProduceResponse) {
+	var wg sync.WaitGroup
+	for _, w := range waits {
+		if !w.sync {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.p.Sync(w.last + 1); err != nil {
+				rp := &resp.Topics[w.ti].Partitions[w.pi]
+				rp.ErrorCode = errorCode(err)
+				msg := err.Error()
+				rp.ErrorMessage = &msg
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // leaderPartition returns the local partition if this broker leads it.

@@ -232,6 +232,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 		Observe:        b.metrics.observe,
 		IdleTimeout:    idle,
 		Limits:         limits,
+		ReuseFrame:     reuseFrame,
 	}
 	for _, l := range b.listeners {
 		b.wg.Add(1)

@@ -86,6 +86,11 @@ func (o offsetsLog) Append(ctx context.Context, partition int32, records []byte)
 	if err != nil {
 		return -1, err
 	}
+	if res.Sync {
+		if err := p.Sync(res.LastOffset + 1); err != nil {
+			return -1, err
+		}
+	}
 	wctx, cancel := context.WithTimeout(ctx, o.b.cfg.Settings().OffsetsCommitTimeout)
 	defer cancel()
 	if err := p.WaitReplicated(wctx, res.LastOffset); err != nil {

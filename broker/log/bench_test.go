@@ -100,3 +100,23 @@ func BenchmarkClean(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAppendSync appends one 1 KiB record and syncs it, as
+// flush.messages=1 does for a producer that waits for each answer: compare
+// with dd bs=1024 oflag=dsync on the same disk.
+func BenchmarkAppendSync(b *testing.B) {
+	cfg := DefaultConfig()
+	cfg.FlushIntervalMessages = 1
+	l, _ := newLog(b, cfg)
+	bt := makeBatch(b, batchSpec{n: 1, ts: 1, pid: -1, epoch: -1, seq: -1, valueSz: 1024})
+	b.SetBytes(int64(len(bt)))
+	for b.Loop() {
+		res, err := l.AppendAsLeader(bt, 0)
+		if err == nil {
+			err = l.Sync(res.LastOffset + 1)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}

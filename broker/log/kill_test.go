@@ -12,11 +12,17 @@ import (
 	"testing"
 )
 
-const killChildEnv = "KTOOL_LOG_KILL_CHILD"
+const (
+	killChildEnv   = "KTOOL_LOG_KILL_CHILD"
+	killDurableEnv = "KTOOL_LOG_KILL_DURABLE" // the child runs with flush.messages=1 and acknowledges after Sync
+)
 
-func killConfig() Config {
+func killConfig(durable bool) Config {
 	cfg := DefaultConfig()
 	cfg.SegmentBytes = 4 << 20
+	if durable {
+		cfg.FlushIntervalMessages = 1
+	}
 	return cfg
 }
 
@@ -27,15 +33,34 @@ func killConfig() Config {
 // producer's sequence.
 func TestKillMidStream(t *testing.T) {
 	if dir := os.Getenv(killChildEnv); dir != "" {
-		runKillChild(t, dir)
+		runKillChild(t, dir, false)
 		return
 	}
+	killMidStream(t, "TestKillMidStream", 600_000, "")
+}
+
+// TestKillMidStreamDurable is TestKillMidStream in durable mode
+// (flush.messages=1): every append is acknowledged only once Sync returned,
+// with no Flush, so after the SIGKILL recovery starts from an old recovery
+// point (or none) and must find every acknowledged record by rescanning.
+// (A SIGKILL leaves the page cache alone: what this proves is the recovery
+// of synced-but-never-flushed records and the acknowledgement order, not
+// the disk's write cache.)
+func TestKillMidStreamDurable(t *testing.T) {
+	if dir := os.Getenv(killChildEnv); dir != "" {
+		runKillChild(t, dir, true)
+		return
+	}
+	killMidStream(t, "TestKillMidStreamDurable", 30_000, "1")
+}
+
+func killMidStream(t *testing.T, name string, killAt int64, durable string) {
 	if testing.Short() {
 		t.Skip("spawns a child process")
 	}
 	dir := filepath.Join(t.TempDir(), "topic-0")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestKillMidStream$", "-test.count=1")
-	cmd.Env = append(os.Environ(), killChildEnv+"="+dir)
+	cmd := exec.Command(os.Args[0], "-test.run=^"+name+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), killChildEnv+"="+dir, killDurableEnv+"="+durable)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +81,6 @@ func TestKillMidStream(t *testing.T) {
 		_ = stdin.Close()
 	})
 
-	const killAt = 600_000
 	acked := int64(-1)
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
@@ -81,7 +105,7 @@ func TestKillMidStream(t *testing.T) {
 	_ = cmd.Wait()
 	waited = true
 
-	l := openLog(t, dir, killConfig())
+	l := openLog(t, dir, killConfig(durable != ""))
 	defer l.Close()
 	leo := l.LogEndOffset()
 	if leo <= acked {
@@ -110,8 +134,8 @@ func TestKillMidStream(t *testing.T) {
 	mustAppend(t, l, makeBatch(t, idem(1, 0, int32(leo), 100)), 0)
 }
 
-func runKillChild(t *testing.T, dir string) {
-	l, err := Open(dir, killConfig(), nil)
+func runKillChild(t *testing.T, dir string, durable bool) {
+	l, err := Open(dir, killConfig(durable), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +145,14 @@ func runKillChild(t *testing.T, dir string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if i%1000 == 999 {
+		if durable {
+			if !res.Sync {
+				t.Fatal("flush.messages=1 asked for no sync")
+			}
+			if err := l.Sync(res.LastOffset + 1); err != nil {
+				t.Fatal(err)
+			}
+		} else if i%1000 == 999 {
 			if err := l.Flush(); err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -21,12 +22,14 @@ var ErrClosed = errors.New("partition log is closed")
 
 // Log is the durable, segmented log of one partition.
 //
-// Lock order: cleanMu, then appendMu, then flushMu, then mu. cleanMu
-// serializes cleaning passes, which hold the others only to plan and to swap;
-// appendMu serializes every change (appends, rolls, truncation, retention);
-// flushMu serializes fsyncs and checkpoint writes so that they run without
-// blocking appends; mu guards what readers look at and is only held for
-// in-memory work.
+// Lock order: cleanMu, then appendMu, then flushMu, then syncMu, then mu.
+// cleanMu serializes cleaning passes, which hold the others only to plan and
+// to swap; appendMu serializes every change (appends, rolls, truncation,
+// retention); flushMu serializes fsyncs and checkpoint writes so that they
+// run without blocking appends; syncMu serializes the data syncs of
+// flush.messages (Sync), apart from Flush so that an acknowledgement never
+// waits for checkpoint writes; mu guards what readers look at and is only
+// held for in-memory work.
 type Log struct {
 	dir    string
 	logger *slog.Logger
@@ -40,6 +43,9 @@ type Log struct {
 
 	cleanMu sync.Mutex // one cleaning pass at a time
 
+	syncMu sync.Mutex   // one Sync at a time; the next one covers whatever waited
+	syncs  atomic.Int64 // syncs Sync did (group commit shares them), for tests
+
 	epochFileMu sync.Mutex // serializes writes of the leader epoch checkpoint
 
 	mu            sync.Mutex
@@ -49,7 +55,10 @@ type Log struct {
 	leo           int64
 	hw            int64
 	recoveryPoint int64
-	cleanerPoint  int64 // where the cleaner's next dirty section starts; -1 before the first pass
+	synced        int64  // offsets below are on stable storage (Sync or Flush); >= recoveryPoint
+	rewrites      uint64 // bumped when the LEO moves back, so a sync begun before does not vouch for what follows
+	dirDirty      bool   // a segment file was created since the directory was last synced
+	cleanerPoint  int64  // where the cleaner's next dirty section starts; -1 before the first pass
 	lastFlush     time.Time
 	epochs        epochCache
 	epochsDirty   bool // the epoch checkpoint is behind the cache
@@ -68,6 +77,11 @@ type AppendResult struct {
 	LogStartOffset         int64
 	Duplicate              bool // a retry of an already appended batch; nothing was written
 	NumRecords             int
+	// Sync is set when flush.messages asks for the records to be on stable
+	// storage before they are acknowledged: the caller calls
+	// Log.Sync(LastOffset+1) (outside its own locks, so that concurrent
+	// appends share the sync) and acknowledges once it returns.
+	Sync bool
 }
 
 // Dir is the partition directory.
@@ -205,9 +219,8 @@ func storageError(op string, err error) error {
 // header, CRC, every record, timestamps, keys on a compacted topic), assigns offsets,
 // the leader epoch and (with LogAppendTime) timestamps in place, and writes
 // all batches with one write. Errors wrap kerr values (use errors.As or
-// errors.Is) and mean nothing was written, with one exception: when
-// flush.messages makes the append fsync and that fails, the result is filled
-// in and the error wraps kerr.KafkaStorageError.
+// errors.Is) and mean nothing was written. When flush.messages is reached the
+// result says Sync: the append itself never waits for the disk.
 //
 // Idempotent batches (producer id >= 0) follow Kafka: a repeat of one of the
 // producer's last five batches returns Duplicate with the original offsets; an
@@ -346,6 +359,9 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, verified *TxnVer
 				LogStartOffset: logStart,
 				Duplicate:      true,
 				NumRecords:     int(dup.lastOffset - dup.firstOffset + 1),
+				// The original may still wait for its sync: the retry's
+				// answer must not come first.
+				Sync: cfg.FlushIntervalMessages != math.MaxInt64 && !l.isSynced(dup.lastOffset+1),
 			}, nil
 		}
 		switch {
@@ -385,7 +401,8 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, verified *TxnVer
 	if logAppendTime {
 		res.LogAppendTime = now
 	}
-	return res, l.maybeFlushMessages(cfg)
+	res.Sync = l.syncDue(cfg)
+	return res, nil
 }
 
 // AppendAsFollower appends batches fetched from the leader. Their offsets are
@@ -432,8 +449,9 @@ func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
 		LogAppendTime:  -1,
 		LogStartOffset: logStart,
 		NumRecords:     int(want - hdrs[0].BaseOffset),
+		Sync:           l.syncDue(cfg),
 	}
-	return res, l.maybeFlushMessages(cfg)
+	return res, nil
 }
 
 // applyAppended updates the producer state and the aborted transaction
@@ -514,19 +532,11 @@ func (l *Log) AppendMarker(pid int64, epoch int16, m batch.Marker, leaderEpoch i
 	if ierr != nil {
 		return res, ierr
 	}
-	return res, l.maybeFlushMessages(cfg)
-}
-
-// maybeFlushMessages applies flush.messages: like Kafka it counts the
-// offsets between the recovery point and the LEO.
-func (l *Log) maybeFlushMessages(cfg Config) error {
-	l.mu.Lock()
-	unflushed := l.leo - l.recoveryPoint
-	l.mu.Unlock()
-	if unflushed < cfg.FlushIntervalMessages {
-		return nil
+	// Markers are rare: synced here, before the answer to WriteTxnMarkers.
+	if l.syncDue(cfg) {
+		return res, l.Sync(res.LastOffset + 1)
 	}
-	return l.Flush()
+	return res, nil
 }
 
 // shouldRoll applies Kafka's reasons to start a new segment: the batches do
@@ -643,6 +653,7 @@ func (l *Log) roll(now time.Time) (*segment, error) {
 	}
 	l.mu.Lock()
 	l.segs = append(l.segs, ns)
+	l.dirDirty = true
 	l.mu.Unlock()
 	old.files.unpin()
 	l.logger.Debug("rolled segment", "dir", l.dir, "base", leo)
@@ -670,7 +681,7 @@ func (l *Log) flushLocked() error {
 		l.mu.Unlock()
 		return ErrClosed
 	}
-	target := l.leo
+	target, rewrites := l.leo, l.rewrites
 	type syncing struct {
 		s    *segment
 		f    *os.File
@@ -697,6 +708,7 @@ func (l *Log) flushLocked() error {
 	if err := errors.Join(errs...); err != nil {
 		return storageError("flush", err)
 	}
+	l.markSynced(target, rewrites, true)
 	l.mu.Lock()
 	l.lastFlush = l.cfg.now()
 	if target > l.recoveryPoint {
@@ -753,10 +765,12 @@ func (l *Log) checkpointsStale() bool {
 	return false
 }
 
-// MaybeFlush flushes when flush.ms has passed since the last flush or when a
+// MaybeFlush flushes when flush.ms has passed since the last flush, when a
 // rolled segment is not yet on stable storage (Kafka flushes a segment when
-// it rolls), and otherwise rewrites checkpoints whose value changed (the high
-// watermark, mostly). The broker calls it periodically.
+// it rolls) or when Sync made records durable beyond the recovery point (so
+// that recovery after a crash rescans little), and otherwise rewrites
+// checkpoints whose value changed (the high watermark, mostly). The broker
+// calls it periodically.
 func (l *Log) MaybeFlush() error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
@@ -768,10 +782,11 @@ func (l *Log) MaybeFlush() error {
 	cfg, lastFlush := l.cfg, l.lastFlush
 	dirty := l.leo > l.recoveryPoint
 	rolled := l.recoveryPoint < l.active().base
+	synced := l.synced > l.recoveryPoint
 	stale := l.checkpointsStale()
 	l.mu.Unlock()
 	due := cfg.FlushIntervalMs != math.MaxInt64 && cfg.now().Sub(lastFlush).Milliseconds() >= cfg.FlushIntervalMs
-	if dirty && (due || rolled) {
+	if dirty && (due || rolled || synced) {
 		return l.flushLocked()
 	}
 	if stale {

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -721,13 +723,98 @@ func TestFlushMessages(t *testing.T) {
 	cfg := testConfig()
 	cfg.FlushIntervalMessages = 2
 	l, dir := newLog(t, cfg)
-	mustAppend(t, l, makeBatch(t, plain(1, 0)), 0)
-	if _, err := os.Stat(filepath.Join(dir, recoveryPointFile)); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("flushed after one message: %v", err)
+	if res := mustAppend(t, l, makeBatch(t, plain(1, 0)), 0); res.Sync {
+		t.Fatal("one message of flush.messages=2 asks for a sync")
 	}
-	mustAppend(t, l, makeBatch(t, plain(1, 0)), 0)
+	res := mustAppend(t, l, makeBatch(t, plain(1, 0)), 0)
+	if !res.Sync {
+		t.Fatal("the second message of flush.messages=2 asks for no sync")
+	}
+	if err := l.Sync(res.LastOffset + 1); err != nil {
+		t.Fatal(err)
+	}
+	if !l.isSynced(2) {
+		t.Fatal("Sync(2) left offset 1 unsynced")
+	}
+	// The acknowledgement's sync writes no checkpoint; the periodic flush
+	// then moves the recovery point up to what was synced.
+	if _, err := os.Stat(filepath.Join(dir, recoveryPointFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Sync wrote the recovery point: %v", err)
+	}
+	if err := l.MaybeFlush(); err != nil {
+		t.Fatal(err)
+	}
 	if got := readFile(t, filepath.Join(dir, recoveryPointFile)); got != "0\n1\ntopic 0 2\n" {
-		t.Fatalf("recovery point after flush.messages: %q", got)
+		t.Fatalf("recovery point after a sync and MaybeFlush: %q", got)
+	}
+}
+
+// TestSyncSurvivesCrash: records synced but never flushed (no recovery
+// point, no index sync) are all there after a crash.
+func TestSyncSurvivesCrash(t *testing.T) {
+	cfg := testConfig()
+	cfg.FlushIntervalMessages = 1
+	l, dir := newLog(t, cfg)
+	var last int64
+	for range 50 {
+		res := mustAppend(t, l, makeBatch(t, plain(10, 100)), 0)
+		if err := l.Sync(res.LastOffset + 1); err != nil {
+			t.Fatal(err)
+		}
+		last = res.LastOffset
+	}
+	crash(l)
+	l2 := openLog(t, dir, cfg)
+	defer l2.Close()
+	if l2.LogEndOffset() != last+1 {
+		t.Fatalf("LEO %d after the crash, synced up to %d", l2.LogEndOffset(), last)
+	}
+}
+
+// TestSyncGroupCommit: appenders that sync concurrently share syncs, and
+// a truncation makes a sync begun before it vouch for nothing after.
+func TestSyncGroupCommit(t *testing.T) {
+	cfg := testConfig()
+	cfg.FlushIntervalMessages = 1
+	l, _ := newLog(t, cfg)
+	const writers, each = 8, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				res, err := l.AppendAsLeader(makeBatch(t, plain(1, 100)), 0)
+				if err == nil && res.Sync {
+					err = l.Sync(res.LastOffset + 1)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				if !l.isSynced(res.LastOffset + 1) {
+					errs <- fmt.Errorf("offset %d acknowledged unsynced", res.LastOffset)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	n := l.syncs.Load()
+	t.Logf("%d appends, %d syncs", writers*each, n)
+	if n >= writers*each {
+		t.Fatalf("%d syncs for %d concurrent appends: no sync was shared", n, writers*each)
+	}
+	if err := l.TruncateTo(10); err != nil {
+		t.Fatal(err)
+	}
+	if l.isSynced(11) {
+		t.Fatal("synced beyond the LEO after a truncation")
 	}
 }
 

@@ -190,6 +190,7 @@ func (l *Log) load(clean bool) error {
 	if clean {
 		l.recoveryPoint = l.leo
 	}
+	l.synced = l.recoveryPoint
 	if recovered {
 		l.logger.Info("recovered log", "dir", l.dir, "from", l.segs[min(recoverFrom, len(l.segs)-1)].base, "logEndOffset", l.leo)
 		return l.flushLocked()

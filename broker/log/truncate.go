@@ -55,6 +55,8 @@ func (l *Log) TruncateTo(offset int64) error {
 	l.leo = newNext
 	l.hw = min(l.hw, l.leo)
 	l.recoveryPoint = min(l.recoveryPoint, l.leo)
+	l.synced = min(l.synced, l.leo)
+	l.rewrites++
 	l.cleanerPoint = min(l.cleanerPoint, l.leo)
 	l.epochs.truncateFromEnd(l.leo)
 	l.mu.Unlock()
@@ -252,6 +254,9 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.mu.Lock()
 	l.segs = []*segment{s}
 	l.leo, l.logStart, l.hw, l.recoveryPoint = offset, offset, offset, offset
+	l.synced = offset
+	l.rewrites++
+	l.dirDirty = true
 	if l.cleanerPoint >= 0 {
 		l.cleanerPoint = offset
 	}

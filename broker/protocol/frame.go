@@ -42,9 +42,12 @@ func readSize(r io.Reader, limit int32, what string) (int, error) {
 // the 64 + 32 + 16... a doubling buffer leaves behind).
 const eagerFrame = 1 << 20
 
-func readBody(r io.Reader, n int) ([]byte, error) {
+func readBody(r io.Reader, n int) ([]byte, error) { return readBodyCap(r, n, n) }
+
+// readBodyCap is readBody into a buffer of capacity c >= n.
+func readBodyCap(r io.Reader, n, c int) ([]byte, error) {
 	if n <= eagerFrame {
-		buf := make([]byte, n)
+		buf := make([]byte, n, c)
 		if _, err := io.ReadFull(r, buf); err != nil {
 			return nil, err
 		}
@@ -62,9 +65,9 @@ func readBody(r io.Reader, n int) ([]byte, error) {
 		chunks = append(chunks, c)
 		left -= len(c)
 	}
-	buf := make([]byte, 0, n)
-	for i, c := range chunks {
-		buf = append(buf, c...)
+	buf := make([]byte, 0, c)
+	for i, ch := range chunks {
+		buf = append(buf, ch...)
 		chunks[i] = nil
 	}
 	return buf, nil

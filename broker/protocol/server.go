@@ -53,6 +53,10 @@ type Server struct {
 	// stopped arriving for that long. Zero means never.
 	IdleTimeout time.Duration
 	Limits      Limits
+	// ReuseFrame names the API keys whose handlers keep no part of the
+	// request (no byte slice of it) once they have responded: their frames'
+	// buffers are reused for later frames. Nil reuses none.
+	ReuseFrame func(key int16) bool
 
 	mu       sync.Mutex
 	conns    map[*Conn]struct{}
@@ -146,6 +150,7 @@ type slot struct {
 	done     chan struct{}
 	resp     Response
 	once     sync.Once
+	frame    []byte // the request's bytes, pooled again once answered (Server.ReuseFrame)
 }
 
 // Serve accepts on ln until it is closed or Shutdown is called; its connections
@@ -341,6 +346,9 @@ func (c *Conn) readLoop() {
 			return
 		}
 		s := &slot{h: h, arrived: arrived, done: make(chan struct{}), reserved: reserved, budget: c.srv.budget}
+		if c.srv.reuses(h.Key) {
+			s.frame = frame
+		}
 		if !c.enqueue(s) {
 			s.finish(Response{None: true})
 			return
@@ -350,6 +358,8 @@ func (c *Conn) readLoop() {
 		}
 	}
 }
+
+func (s *Server) reuses(key int16) bool { return s.ReuseFrame != nil && key >= 0 && s.ReuseFrame(key) }
 
 // smallFrame is the largest frame read without a queued.max.request.bytes reservation.
 const smallFrame = 32 << 10
@@ -377,12 +387,14 @@ func (c *Conn) readFrame(br *bufio.Reader, limit int32, what string) ([]byte, in
 		return nil, 0, stalled(err, c.srv.IdleTimeout)
 	}
 	reserved, key := int64(n), int16(-1)
-	if cost := c.srv.Limits.RequestCost; cost != nil && n >= 2 {
+	if n >= 2 && (c.srv.Limits.RequestCost != nil || c.srv.ReuseFrame != nil) {
 		k, err := br.Peek(2)
 		if err != nil {
 			return nil, 0, stalled(err, c.srv.IdleTimeout)
 		}
 		key = int16(binary.BigEndian.Uint16(k))
+	}
+	if cost := c.srv.Limits.RequestCost; cost != nil && key >= 0 {
 		reserved = cost(key, n)
 	}
 	if n <= smallFrame {
@@ -398,7 +410,12 @@ func (c *Conn) readFrame(br *bufio.Reader, limit int32, what string) ([]byte, in
 	if !c.srv.budget.acquire(c.ctx, c.srv.draining, reserved) {
 		return nil, 0, net.ErrClosed
 	}
-	frame, err := readBody(br, n)
+	var frame []byte
+	if c.srv.reuses(key) {
+		frame, err = readPooledBody(br, n)
+	} else {
+		frame, err = readBody(br, n)
+	}
 	if err != nil {
 		c.srv.budget.release(reserved)
 		return nil, 0, stalled(err, c.srv.IdleTimeout)
@@ -513,6 +530,10 @@ func (c *Conn) dispatch(s *slot, h Header, req kmsg.Request) (ok bool) {
 func (s *slot) finish(r Response) {
 	s.once.Do(func() {
 		s.budget.release(s.reserved)
+		if s.frame != nil {
+			putFrame(s.frame)
+			s.frame = nil
+		}
 		s.resp = r
 		close(s.done)
 	})

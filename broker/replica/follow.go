@@ -27,8 +27,16 @@ func (p *Partition) appendFetched(leader, epoch int32, records []byte, leaderHW,
 	}
 	l := p.log
 	if len(records) > 0 {
-		if _, err := l.AppendAsFollower(records); err != nil {
+		res, err := l.AppendAsFollower(records)
+		if err != nil {
 			return p.checkStorage(err)
+		}
+		// flush.messages on a follower: synced before its next fetch tells
+		// the leader it has the records (the leader's acks=all counts on it).
+		if res.Sync {
+			if err := l.Sync(res.LastOffset + 1); err != nil {
+				return p.checkStorage(err)
+			}
 		}
 		p.replicaW.wakeAll()
 	}

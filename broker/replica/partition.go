@@ -117,6 +117,11 @@ func (p *Partition) checkStorage(err error) error {
 	return err
 }
 
+// Sync makes the partition's records below end durable (flush.messages:
+// log.Log.Sync, shared with concurrent callers); a failed sync fails the
+// partition's log dir like any storage error.
+func (p *Partition) Sync(end int64) error { return p.checkStorage(p.log.Sync(end)) }
+
 // goOffline takes the partition out of service after its log dir failed:
 // it leads and follows nothing, its waiters wake (and find it offline), and
 // its log is closed without writing anything more to the failed disk.

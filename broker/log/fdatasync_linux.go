@@ -1,0 +1,31 @@
+package log
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// fdatasync writes f's data and the metadata needed to read it back (its
+// size), not its timestamps: one journal commit less than fsync.
+func fdatasync(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		for {
+			serr = unix.Fdatasync(int(fd))
+			if serr != unix.EINTR {
+				return
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return &os.PathError{Op: "fdatasync", Path: f.Name(), Err: serr}
+	}
+	return nil
+}
