@@ -160,22 +160,30 @@ func (b *Broker) storeController(ctx context.Context) (int32, int32, error) {
 	return ci.BrokerID, epoch, nil
 }
 
-// verifyBrokerEpoch refuses a request for another incarnation of this broker. An
-// epoch above the one recorded is checked against the registration itself (it
-// may have just been re-created after a session expiry).
+// verifyBrokerEpoch refuses a request for another incarnation of this broker
+// (KIP-380). Until this process has registered, every controller request is
+// for an earlier one: a restarted broker whose previous session still holds
+// /brokers/ids/N must not act on LeaderAndIsr or UpdateMetadata meant for the
+// process that was killed (Kafka serves no request before it registers). An
+// epoch above the one recorded is checked against the registration itself,
+// which must be this session's (it may have just been re-created after a
+// session expiry).
 func (b *Broker) verifyBrokerEpoch(ctx context.Context, epoch int64) error {
 	cur := b.brokerEpoch()
 	switch {
+	case cur <= 0:
+		return fmt.Errorf("%w: this broker is not registered yet (a request for its previous incarnation)", kerr.StaleBrokerEpoch)
 	case epoch < 0 || epoch == cur:
 		return nil
 	case epoch < cur:
 		return fmt.Errorf("%w: broker epoch %d, this broker's is %d", kerr.StaleBrokerEpoch, epoch, cur)
 	}
-	_, st, err := b.Store().Get(ctx, zkdata.BrokerPath(b.id))
+	s := b.Store()
+	_, st, err := s.Get(ctx, zkdata.BrokerPath(b.id))
 	if err != nil && !errors.Is(err, coord.ErrNoNode) {
 		return fmt.Errorf("%w: %v", errStoreUnavailable, err)
 	}
-	if err == nil && st.Czxid == epoch {
+	if err == nil && st.Czxid == epoch && st.EphemeralOwner == s.SessionID() {
 		return nil
 	}
 	return fmt.Errorf("%w: broker epoch %d is not this broker's registration (%d)", kerr.StaleBrokerEpoch, epoch, cur)
