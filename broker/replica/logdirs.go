@@ -28,10 +28,13 @@ type LogDir struct {
 	Err error
 }
 
+// logDir's fields are guarded by Manager.dirMu, which is taken last (after
+// m.mu and any Partition's mu: a partition reports its disk's failure under
+// its own lock).
 type logDir struct {
 	path       string
-	err        error // m.mu; set once, when the dir fails
-	partitions int   // m.mu; the partitions placed in it (pickDir)
+	err        error // set once, when the dir fails
+	partitions int   // the partitions placed in it (pickDir)
 }
 
 func newLogDirs(paths []string) []*logDir {
@@ -44,8 +47,8 @@ func newLogDirs(paths []string) []*logDir {
 
 // Dirs returns the log dirs in configuration order.
 func (m *Manager) Dirs() []LogDir {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
+	m.dirMu.Lock()
+	defer m.dirMu.Unlock()
 	out := make([]LogDir, 0, len(m.dirs))
 	for _, d := range m.dirs {
 		out = append(out, LogDir{Path: d.path, Err: d.err})
@@ -65,6 +68,7 @@ func (m *Manager) PartitionsIn(dir string) []*Partition {
 	return out
 }
 
+// dirLocked finds the dir at path; m.dirMu is held.
 func (m *Manager) dirLocked(path string) *logDir {
 	for _, d := range m.dirs {
 		if d.path == path {
@@ -76,8 +80,8 @@ func (m *Manager) dirLocked(path string) *logDir {
 
 // hasOfflineDir reports whether some log dir has failed.
 func (m *Manager) hasOfflineDir() bool {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
+	m.dirMu.Lock()
+	defer m.dirMu.Unlock()
 	for _, d := range m.dirs {
 		if d.err != nil {
 			return true
@@ -92,8 +96,8 @@ func (m *Manager) hasOfflineDir() bool {
 // unplace takes it back if the partition is not created. False when every
 // dir has failed.
 func (m *Manager) pickDir() (string, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.dirMu.Lock()
+	defer m.dirMu.Unlock()
 	var best *logDir
 	for _, d := range m.dirs {
 		if d.err == nil && (best == nil || d.partitions < best.partitions) {
@@ -109,8 +113,8 @@ func (m *Manager) pickDir() (string, bool) {
 
 // unplace uncounts a partition of dir (not created, or deleted).
 func (m *Manager) unplace(dir string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.dirMu.Lock()
+	defer m.dirMu.Unlock()
 	if d := m.dirLocked(dir); d != nil {
 		d.partitions--
 	}
@@ -128,6 +132,7 @@ func (m *Manager) scanDirs() (map[TP]string, error) {
 			m.markFailed(d.path, fmt.Errorf("reading log dir: %w", err))
 			continue
 		}
+		m.dirMu.Lock()
 		for _, e := range entries {
 			if !e.IsDir() {
 				continue
@@ -144,12 +149,14 @@ func (m *Manager) scanDirs() (map[TP]string, error) {
 				continue
 			}
 			if other, dup := found[tp]; dup {
+				m.dirMu.Unlock()
 				return nil, fmt.Errorf("partition %s has a log in two log dirs, %s and %s: remove the copy that is not current "+
 					"(a log dir that failed recently holds the stale one) and start again", tp, filepath.Join(other, e.Name()), filepath.Join(d.path, e.Name()))
 			}
 			found[tp] = d.path
 			d.partitions++
 		}
+		m.dirMu.Unlock()
 	}
 	return found, nil
 }
@@ -166,8 +173,8 @@ func isStorageErr(err error) bool {
 var errAllDirsFailed = errors.New("every log dir has failed")
 
 func (m *Manager) onlineDirs() int {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
+	m.dirMu.Lock()
+	defer m.dirMu.Unlock()
 	n := 0
 	for _, d := range m.dirs {
 		if d.err == nil {
@@ -179,8 +186,8 @@ func (m *Manager) onlineDirs() int {
 
 // markFailed records that dir failed; false when it was offline already.
 func (m *Manager) markFailed(dir string, cause error) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	m.dirMu.Lock()
+	defer m.dirMu.Unlock()
 	d := m.dirLocked(dir)
 	if d == nil || d.err != nil {
 		return false

@@ -66,7 +66,8 @@ type Config struct {
 type Manager struct {
 	cfg    Config
 	logger *slog.Logger
-	dirs   []*logDir // log.dirs in order (logdirs.go)
+	dirs   []*logDir // log.dirs in order (logdirs.go), guarded by dirMu
+	dirMu  sync.Mutex
 
 	// changeMu serialises controller requests (LeaderAndIsr, StopReplica): each
 	// checks epochs and applies as one step, as Kafka's replicaStateChangeLock.
@@ -236,13 +237,12 @@ func (m *Manager) Get(tp TP) *Partition {
 // has not failed), sorted by topic and partition.
 func (m *Manager) Partitions() []*Partition {
 	m.mu.RLock()
-	out := make([]*Partition, 0, len(m.parts))
+	all := make([]*Partition, 0, len(m.parts))
 	for _, p := range m.parts {
-		if !p.Offline() {
-			out = append(out, p)
-		}
+		all = append(all, p)
 	}
 	m.mu.RUnlock()
+	out := slices.DeleteFunc(all, (*Partition).Offline)
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Topic != out[j].Topic {
 			return out[i].Topic < out[j].Topic
