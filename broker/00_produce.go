@@ -56,13 +56,15 @@ type pendingAck struct {
 
 func handleProduce(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
 	req := r.(*kmsg.ProduceRequest)
-	need := b.txnVerificationsNeeded(rc, req)
-	if len(need) == 0 {
-		produce(b, rc, req, nil, respond)
-		return
+	var checks map[replica.TP]txnCheck
+	if need := b.txnVerificationsNeeded(rc, req); len(need) > 0 {
+		// KIP-890: ask the transaction coordinator first. On the connection's
+		// loop, as Kafka mutes a connection while it handles a request: the
+		// client's next produce (the same transaction's next sequence) must
+		// not be appended before this one.
+		checks = b.verifyTxnProduce(rc.ctx, req, need)
 	}
-	// KIP-890: ask the transaction coordinator first, off the connection's loop.
-	go func() { produce(b, rc, req, b.verifyTxnProduce(rc.ctx, req, need), respond) }()
+	produce(b, rc, req, checks, respond)
 }
 
 func produce(b *Broker, rc *reqCtx, req *kmsg.ProduceRequest, checks map[replica.TP]txnCheck, respond func(protocol.Response)) {

@@ -293,3 +293,36 @@ func TestTxnOffsetCommitMarkers(t *testing.T) {
 		t.Fatalf("offset %d after ABORT, want 42 kept", got)
 	}
 }
+
+// TestTxnPipelinedProduce: a transaction's produce requests are pipelined
+// (five in flight on one connection); the one that opens the transaction at
+// the partition waits for the coordinator's verification (KIP-890), and the
+// next ones must not be appended before it (they would be out of sequence).
+func TestTxnPipelinedProduce(t *testing.T) {
+	c := brokertest.NewCluster(t, 1, brokertest.WithProps(txnProps))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := c.Admin().CreateTopic(ctx, 1, 1, nil, "p"); err != nil {
+		t.Fatal(err)
+	}
+	cl := txnProducer(t, c, "pipelined", kgo.ProducerBatchMaxBytes(512), kgo.ProducerLinger(0), kgo.RecordRetries(0))
+	defer cl.Close()
+	const perTxn = 2000
+	for round := range 3 {
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range perTxn {
+			cl.Produce(ctx, &kgo.Record{Topic: "p", Partition: 0, Value: fmt.Appendf(nil, "%d-%d", round, i)}, nil)
+		}
+		if err := cl.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+	}
+	if got := consumeAll(t, c, "p", kgo.ReadCommitted(), 3*perTxn); len(got) != 3*perTxn {
+		t.Fatalf("read_committed read %d records, want %d", len(got), 3*perTxn)
+	}
+}
