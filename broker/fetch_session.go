@@ -6,8 +6,8 @@ package broker
 // and log start offset it last answered for each. Its next fetches carry the
 // session id and the next epoch and list only the partitions whose fetch
 // fields changed (added or altered), plus forgotten ones; the answer lists
-// only partitions with records, an error, or a new high watermark or log
-// start offset. A follower of 3,000 partitions thus sends and gets a few
+// only partitions with records, an error, or a new high watermark, last stable
+// offset or log start offset. A follower of 3,000 partitions thus sends and gets a few
 // partitions per fetch instead of all of them.
 //
 //   - id 0, epoch -1: a sessionless full fetch. id 0, epoch 0: a full fetch that
@@ -53,9 +53,9 @@ type sessionPart struct {
 	maxBytes                    int32
 	currentLeaderEpoch          int32
 	lastFetchedEpoch            int32
-	// answered: hw and start hold what the client was last told.
-	answered  bool
-	hw, start int64
+	// answered: hw, lso and start hold what the client was last told.
+	answered       bool
+	hw, lso, start int64
 }
 
 type fetchSession struct {
@@ -317,8 +317,9 @@ func (c *fetchSessionCache) remove(id int32, owner string) {
 }
 
 // answer picks the partitions an answer lists: all of them for a full fetch,
-// for an incremental one those with records, an error or a new high watermark
-// or log start offset. Either way the session remembers what it told.
+// for an incremental one those with records, an error or a new high watermark,
+// last stable offset or log start offset. Either way the session remembers
+// what it told.
 func (fc *fetchContext) answer(parts []fetchPart) []fetchPart {
 	if fc == nil || fc.sess == nil {
 		return parts
@@ -329,9 +330,10 @@ func (fc *fetchContext) answer(parts []fetchPart) []fetchPart {
 	var out []fetchPart
 	for _, p := range parts {
 		sp, ok := s.parts[sessionKey{p.topic, p.partition}]
-		changed := !ok || !sp.answered || sp.hw != p.info.HighWatermark || sp.start != p.info.LogStartOffset
+		changed := !ok || !sp.answered || sp.hw != p.info.HighWatermark || sp.lso != p.info.LastStableOffset ||
+			sp.start != p.info.LogStartOffset
 		if ok {
-			sp.answered, sp.hw, sp.start = true, p.info.HighWatermark, p.info.LogStartOffset
+			sp.answered, sp.hw, sp.lso, sp.start = true, p.info.HighWatermark, p.info.LastStableOffset, p.info.LogStartOffset
 		}
 		if !fc.incremental || p.region.Len > 0 || p.err != nil || changed {
 			out = append(out, p)

@@ -11,7 +11,7 @@ import (
 	"github.com/ktoolhq/ktool/broker/replica"
 )
 
-func fetchInfo(hw int64) replica.ReadInfo { return replica.ReadInfo{HighWatermark: hw} }
+func fetchInfo(hw int64) replica.ReadInfo { return replica.ReadInfo{HighWatermark: hw, LastStableOffset: hw} }
 
 // fetchReq builds a v12 fetch with session id and epoch over partitions of
 // topic t at the given fetch offsets, forgetting forget.
@@ -103,23 +103,33 @@ func TestFetchSessionFullAndIncremental(t *testing.T) {
 	if got := fc.answer(ps); len(got) != 2 || got[0].partition != 0 || got[1].partition != 3 {
 		t.Fatalf("incremental answer %v", got)
 	}
+	// A last stable offset that moves (a transaction ended) is news too.
+	fc, err = c.begin(fetchReq(id, 3, nil), "u/-1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps = parts(map[int32]int64{0: 11, 1: 10, 3: 0})
+	ps[1].info.LastStableOffset = 4
+	if got := fc.answer(ps); len(got) != 1 || got[0].partition != 1 {
+		t.Fatalf("incremental answer after an LSO move %v", got)
+	}
 
 	// Epoch errors: a replayed epoch, and a session id nobody opened.
-	if _, err := c.begin(fetchReq(id, 2, nil), "u/-1", false); !errors.Is(err, kerr.InvalidFetchSessionEpoch) {
+	if _, err := c.begin(fetchReq(id, 3, nil), "u/-1", false); !errors.Is(err, kerr.InvalidFetchSessionEpoch) {
 		t.Fatalf("replayed epoch: %v", err)
 	}
 	if _, err := c.begin(fetchReq(id+1, 1, nil), "u/-1", false); !errors.Is(err, kerr.FetchSessionIDNotFound) {
 		t.Fatalf("unknown session: %v", err)
 	}
 	// Another principal (or replica) cannot use it.
-	if _, err := c.begin(fetchReq(id, 3, nil), "mallory/-1", false); !errors.Is(err, kerr.FetchSessionIDNotFound) {
+	if _, err := c.begin(fetchReq(id, 4, nil), "mallory/-1", false); !errors.Is(err, kerr.FetchSessionIDNotFound) {
 		t.Fatalf("other principal: %v", err)
 	}
 	// Closing with epoch -1: gone.
 	if fc, err := c.begin(fetchReq(id, -1, map[int32]int64{0: 5}), "u/-1", false); err != nil || fc.id() != 0 {
 		t.Fatalf("close: id %d err %v", fc.id(), err)
 	}
-	if _, err := c.begin(fetchReq(id, 3, nil), "u/-1", false); !errors.Is(err, kerr.FetchSessionIDNotFound) {
+	if _, err := c.begin(fetchReq(id, 4, nil), "u/-1", false); !errors.Is(err, kerr.FetchSessionIDNotFound) {
 		t.Fatalf("closed session: %v", err)
 	}
 	if len(c.sessions) != 0 || c.parts != 0 {
