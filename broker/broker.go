@@ -574,6 +574,17 @@ func (b *Broker) stop(ctx context.Context, controlled bool) error {
 		}
 		if controlled && b.cfg.Settings().ControlledShutdown {
 			b.controlledShutdown(ctx)
+			if b.ctrl != nil {
+				if c := b.ctrl.active(); c != nil {
+					// The controller stopping: what its controlled shutdown decided
+					// reaches the brokers before it resigns (controller.Drain).
+					dctx, cancel := context.WithTimeout(ctx, min(b.cfg.Settings().ControllerSocketTimeout, 10*time.Second))
+					if err := c.Drain(dctx); err != nil {
+						b.logger.Warn("controller requests not all delivered before resigning", "err", err)
+					}
+					cancel()
+				}
+			}
 		}
 		if !controlled {
 			// A crash: the session goes first, so the controller reacts at once, and

@@ -116,6 +116,30 @@ func (c *Controller) publish() {
 	}
 }
 
+// Drain waits until every request queued for the brokers has been delivered,
+// or ctx ends. A controller that is shutting down calls it before it resigns:
+// once another controller has taken over, the brokers refuse its requests, and
+// the leaderships its controlled shutdown moved would wait for the new
+// controller's failover to be told.
+func (c *Controller) Drain(ctx context.Context) error {
+	var waits []<-chan struct{}
+	if err := c.call(ctx, func() {
+		for _, s := range c.senders {
+			waits = append(waits, s.drained())
+		}
+	}); err != nil {
+		return err
+	}
+	for _, w := range waits {
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
 // enqueue runs f on the event loop.
 func (c *Controller) enqueue(f func()) {
 	select {

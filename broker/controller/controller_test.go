@@ -45,6 +45,12 @@ func (p *recordingPeer) send(req kmsg.Request) {
 	p.r.sent[p.id] = append(p.r.sent[p.id], req)
 }
 
+func (p *recordingPeer) drained() <-chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}
+
 func (p *recordingPeer) stop() {
 	p.r.mu.Lock()
 	defer p.r.mu.Unlock()

@@ -32,6 +32,9 @@ type sender struct {
 	mu    sync.Mutex
 	queue []kmsg.Request
 	wake  chan struct{}
+	// idle is closed while nothing is queued or in flight.
+	idle       chan struct{}
+	idleClosed bool
 }
 
 // A peer carries the controller's requests to one broker: a sender over the
@@ -42,6 +45,8 @@ type peer interface {
 	send(req kmsg.Request)
 	// stop ends delivery and waits until the peer is idle.
 	stop()
+	// drained is closed once everything queued has been delivered.
+	drained() <-chan struct{}
 }
 
 func (c *Controller) ensureSender(id int32) {
@@ -65,7 +70,9 @@ func (c *Controller) dial(id int32, addr string) peer {
 		id: id, c: c, cancel: cancel, done: make(chan struct{}),
 		client: &protocol.Client{Addr: addr, ClientID: "ktool-controller", Dial: c.cfg.Dial},
 		wake:   make(chan struct{}, 1),
+		idle:   make(chan struct{}), idleClosed: true,
 	}
+	close(s.idle)
 	go s.run(ctx)
 	return s
 }
@@ -78,8 +85,17 @@ func (s *sender) stop() {
 	s.client.Close()
 }
 
+func (s *sender) drained() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.idle
+}
+
 func (s *sender) send(req kmsg.Request) {
 	s.mu.Lock()
+	if s.idleClosed {
+		s.idle, s.idleClosed = make(chan struct{}), false
+	}
 	um, isUM := req.(*kmsg.UpdateMetadataRequest)
 	if n := len(s.queue); isUM && n > 0 {
 		if last, ok := s.queue[n-1].(*kmsg.UpdateMetadataRequest); ok {
@@ -96,11 +112,16 @@ func (s *sender) send(req kmsg.Request) {
 	}
 }
 
-// next takes the oldest queued request, or nil.
+// next takes the oldest queued request, or nil once everything queued has
+// been delivered (the one taken before included).
 func (s *sender) next() kmsg.Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.queue) == 0 {
+		if !s.idleClosed {
+			close(s.idle)
+			s.idleClosed = true
+		}
 		return nil
 	}
 	req := s.queue[0]
