@@ -26,9 +26,15 @@ const DefaultReadyTimeout = 90 * time.Second
 type Spec struct {
 	Bin string // the ktool binary
 	ID  int32  // --broker-id
-	// Port is the listener's port on 127.0.0.1; 0 picks a free one, kept
-	// across restarts.
-	Port      int
+	// Port is the listener's port on Host; 0 picks a free one on
+	// 127.0.0.1, kept across restarts.
+	Port int
+	// Host is the listener's address; 127.0.0.1 when empty.
+	Host string
+	// Exec, when set, is a command prefix the broker runs under, such as
+	// ip netns exec NAME (which execs the broker, so the process started
+	// is the broker itself).
+	Exec      []string
 	Dir       string   // --log-dirs; created if missing
 	ZooKeeper string   // --zookeeper (host:port/chroot); empty runs standalone
 	Overrides []string // key=value settings, each passed as --override
@@ -119,7 +125,14 @@ func FreePort() (int, error) {
 func (b *Broker) ID() int32 { return b.spec.ID }
 
 // Addr is the listener's host:port.
-func (b *Broker) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(b.spec.Port)) }
+func (b *Broker) Addr() string { return net.JoinHostPort(b.host(), strconv.Itoa(b.spec.Port)) }
+
+func (b *Broker) host() string {
+	if b.spec.Host == "" {
+		return "127.0.0.1"
+	}
+	return b.spec.Host
+}
 
 // Port is the listener's port.
 func (b *Broker) Port() int { return b.spec.Port }
@@ -164,7 +177,8 @@ func (b *Broker) Launch() error {
 		out.Close()
 		return err
 	}
-	r.cmd = exec.Command(b.spec.Bin, args...)
+	argv := append(append(append([]string(nil), b.spec.Exec...), b.spec.Bin), args...)
+	r.cmd = exec.Command(argv[0], argv[1:]...)
 	r.cmd.Stdout = pw
 	r.cmd.Stderr = out
 	r.cmd.SysProcAttr = procAttr()

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -118,15 +119,66 @@ func distributionClasspath(home string) ([]string, error) {
 	return nil, errors.New("no zookeeper jar")
 }
 
-// Config is one standalone server.
+// Config is one server: standalone, or one node of an ensemble when
+// Ensemble is set.
 type Config struct {
 	// Dir holds zoo.cfg, the logging configuration and the data.
 	Dir string
-	// Port is the client port, bound on 127.0.0.1.
+	// Port is the client port.
 	Port int
+	// Host is the address the client port is bound on; 127.0.0.1 when empty.
+	Host string
 	// TickTime is ZooKeeper's time unit (default 2s); sessions may time out
 	// between 2 and 20 ticks.
 	TickTime time.Duration
+	// Ensemble lists every node of the ensemble, this one included (its ID
+	// is MyID); empty for a standalone server.
+	Ensemble []Peer
+	MyID     int
+}
+
+// Peer is one node of an ensemble, as its server.N line of zoo.cfg says:
+// the address its peers reach it on, the port followers talk to the leader
+// on and the port of leader election.
+type Peer struct {
+	ID           int
+	Host         string
+	QuorumPort   int
+	ElectionPort int
+}
+
+// ensembleLines are zoo.cfg's quorum settings and server.N lines, and checks
+// the ensemble.
+func (cfg Config) ensembleLines() (string, error) {
+	if len(cfg.Ensemble) == 0 {
+		return "", nil
+	}
+	var b strings.Builder
+	// initLimit and syncLimit count ticks: with short test ticks a follower
+	// still gets a few seconds to sync.
+	b.WriteString("initLimit=20\nsyncLimit=10\n")
+	mine := false
+	seen := map[int]bool{}
+	for _, p := range cfg.Ensemble {
+		if p.ID < 1 || p.ID > 255 || seen[p.ID] {
+			return "", fmt.Errorf("zookeeper: ensemble node id %d: want distinct ids 1..255", p.ID)
+		}
+		seen[p.ID] = true
+		for _, port := range []int{p.QuorumPort, p.ElectionPort} {
+			if port <= 0 || port > 65535 {
+				return "", fmt.Errorf("zookeeper: ensemble node %d: invalid port %d", p.ID, port)
+			}
+		}
+		if p.Host == "" || strings.ContainsAny(p.Host, " :\n=") {
+			return "", fmt.Errorf("zookeeper: ensemble node %d: invalid host %q", p.ID, p.Host)
+		}
+		mine = mine || p.ID == cfg.MyID
+		fmt.Fprintf(&b, "server.%d=%s:%d:%d\n", p.ID, p.Host, p.QuorumPort, p.ElectionPort)
+	}
+	if !mine {
+		return "", fmt.Errorf("zookeeper: myid %d is not in the ensemble", cfg.MyID)
+	}
+	return b.String(), nil
 }
 
 // Command writes cfg's files into cfg.Dir and returns the command running
@@ -140,19 +192,35 @@ func (in Install) Command(ctx context.Context, cfg Config) (*exec.Cmd, error) {
 	if tick <= 0 {
 		tick = 2 * time.Second
 	}
+	host := cfg.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	if strings.ContainsAny(host, " \n=") {
+		return nil, fmt.Errorf("zookeeper: invalid host %q", host)
+	}
+	quorum, err := cfg.ensembleLines()
+	if err != nil {
+		return nil, err
+	}
 	dataDir := filepath.Join(cfg.Dir, "data")
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, err
 	}
+	if quorum != "" {
+		if err := os.WriteFile(filepath.Join(dataDir, "myid"), []byte(strconv.Itoa(cfg.MyID)+"\n"), 0o644); err != nil {
+			return nil, err
+		}
+	}
 	zooCfg := fmt.Sprintf(`tickTime=%d
 dataDir=%s
 clientPort=%d
-clientPortAddress=127.0.0.1
+clientPortAddress=%s
 admin.enableServer=false
 4lw.commands.whitelist=ruok,srvr,stat,mntr
 maxClientCnxns=0
 autopurge.purgeInterval=1
-`, tick.Milliseconds(), dataDir, cfg.Port)
+%s`, tick.Milliseconds(), dataDir, cfg.Port, host, quorum)
 	cfgPath := filepath.Join(cfg.Dir, "zoo.cfg")
 	if err := os.WriteFile(cfgPath, []byte(zooCfg), 0o644); err != nil {
 		return nil, err

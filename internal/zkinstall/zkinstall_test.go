@@ -82,3 +82,34 @@ func TestCommandWritesConfig(t *testing.T) {
 		t.Fatal("accepted port 0")
 	}
 }
+
+func TestCommandWritesEnsemble(t *testing.T) {
+	dir := t.TempDir()
+	in := Install{Java: "/bin/java", Classpath: []string{"/a.jar"}}
+	peers := []Peer{{1, "10.0.0.1", 2888, 3888}, {2, "10.0.0.2", 2888, 3888}, {3, "10.0.0.3", 2888, 3888}}
+	if _, err := in.Command(context.Background(), Config{Dir: dir, Port: 2181, Host: "10.0.0.2", Ensemble: peers, MyID: 2}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := os.ReadFile(filepath.Join(dir, "zoo.cfg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"clientPortAddress=10.0.0.2", "server.1=10.0.0.1:2888:3888", "server.3=10.0.0.3:2888:3888", "initLimit="} {
+		if !strings.Contains(string(cfg), want) {
+			t.Errorf("zoo.cfg lacks %q:\n%s", want, cfg)
+		}
+	}
+	if myid, err := os.ReadFile(filepath.Join(dir, "data", "myid")); err != nil || string(myid) != "2\n" {
+		t.Fatalf("myid %q %v", myid, err)
+	}
+	for name, cfg := range map[string]Config{
+		"myid not listed": {Dir: dir, Port: 2181, Ensemble: peers, MyID: 4},
+		"duplicate id":    {Dir: dir, Port: 2181, Ensemble: append(peers, peers[0]), MyID: 1},
+		"bad host":        {Dir: dir, Port: 2181, Ensemble: []Peer{{1, "a b", 2888, 3888}}, MyID: 1},
+		"bad port":        {Dir: dir, Port: 2181, Ensemble: []Peer{{1, "h", 0, 3888}}, MyID: 1},
+	} {
+		if _, err := in.Command(context.Background(), cfg); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}

@@ -29,11 +29,16 @@ const TickTime = 250 * time.Millisecond
 // startTimeout bounds one start, JVM boot included (about 1.5 s usually).
 const startTimeout = 60 * time.Second
 
-// Server is one running standalone ZooKeeper.
+// Server is one running ZooKeeper: standalone, or one node of an Ensemble.
 type Server struct {
 	t       testing.TB
 	install zkinstall.Install
 	dir     string
+	host    string
+	exec    []string
+	dial    Dialer
+	peers   []zkinstall.Peer
+	myid    int
 
 	mu   sync.Mutex
 	port int
@@ -62,7 +67,7 @@ func Start(t testing.TB) *Server {
 		}
 		t.Skipf("\n\n*** SKIPPING %s: tests against a real ZooKeeper did NOT run ***\n*** %v ***\n\n", t.Name(), err)
 	}
-	s := &Server{t: t, install: in, dir: t.TempDir()}
+	s := &Server{t: t, install: in, dir: t.TempDir(), host: "127.0.0.1", dial: net.DialTimeout}
 	t.Cleanup(func() {
 		s.Kill()
 		if t.Failed() {
@@ -87,12 +92,12 @@ func Start(t testing.TB) *Server {
 	}
 }
 
-// Addr is the client address, 127.0.0.1:port; it stays the same across
+// Addr is the client address, host:port; it stays the same across
 // restarts.
 func (s *Server) Addr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+	return net.JoinHostPort(s.host, strconv.Itoa(s.port))
 }
 
 // Stop shuts the server down gracefully (SIGTERM) and waits for it.
@@ -120,6 +125,13 @@ func (s *Server) Restart() {
 	if err := s.start(); err != nil {
 		s.t.Fatalf("zktest: restart ZooKeeper: %v\n%s", err, s.output())
 	}
+}
+
+// Running reports whether the server's process runs.
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil
 }
 
 func (s *Server) halt(graceful bool) {
@@ -154,11 +166,28 @@ func (s *Server) output() string {
 }
 
 func (s *Server) start() error {
+	if err := s.launch(); err != nil {
+		return err
+	}
+	return s.wait()
+}
+
+// launch starts the process without waiting for it to serve.
+func (s *Server) launch() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cmd, err := s.install.Command(context.Background(), zkinstall.Config{Dir: s.dir, Port: s.port, TickTime: TickTime})
+	cmd, err := s.install.Command(context.Background(), zkinstall.Config{Dir: s.dir, Port: s.port, Host: s.host,
+		TickTime: TickTime, Ensemble: s.peers, MyID: s.myid})
 	if err != nil {
 		return err
+	}
+	if len(s.exec) > 0 {
+		path, err := exec.LookPath(s.exec[0])
+		if err != nil {
+			return err
+		}
+		cmd.Path = path
+		cmd.Args = append(append([]string(nil), s.exec...), cmd.Args...)
 	}
 	out, err := os.OpenFile(s.logPath(), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
@@ -175,9 +204,21 @@ func (s *Server) start() error {
 		close(done)
 	}()
 	s.cmd, s.done = cmd, done
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
-	if err := waitReady(addr, done); err != nil {
-		s.halt(false)
+	return nil
+}
+
+// wait waits until the launched server serves a session (for a node of an
+// ensemble: until the ensemble has a quorum); a server that does not is
+// killed.
+func (s *Server) wait() error {
+	s.mu.Lock()
+	done := s.done
+	s.mu.Unlock()
+	if done == nil {
+		return errors.New("not running")
+	}
+	if err := waitReady(s.Addr(), done, s.dial); err != nil {
+		s.Kill()
 		return err
 	}
 	return nil
@@ -185,7 +226,7 @@ func (s *Server) start() error {
 
 // waitReady polls "ruok" until the server answers, then opens a real
 // session, all within startTimeout.
-func waitReady(addr string, exited <-chan struct{}) error {
+func waitReady(addr string, exited <-chan struct{}, dial Dialer) error {
 	deadline := time.Now().Add(startTimeout)
 	for {
 		select {
@@ -193,7 +234,7 @@ func waitReady(addr string, exited <-chan struct{}) error {
 			return errors.New("server exited during startup")
 		default:
 		}
-		if ruok(addr) {
+		if ruok(addr, dial) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -201,7 +242,7 @@ func waitReady(addr string, exited <-chan struct{}) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	conn, events, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithLogger(quiet{}), zk.WithLogInfo(false))
+	conn, events, err := zk.Connect([]string{addr}, 4*time.Second, zk.WithLogger(quiet{}), zk.WithLogInfo(false), zk.WithDialer(zk.Dialer(dial)))
 	if err != nil {
 		return err
 	}
@@ -221,18 +262,23 @@ func waitReady(addr string, exited <-chan struct{}) error {
 	}
 }
 
-func ruok(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+func ruok(addr string, dial Dialer) bool {
+	b, err := fourLetters(addr, "ruok", dial)
+	return err == nil && bytes.Equal(b, []byte("imok"))
+}
+
+// fourLetters sends a four-letter-word command and returns the answer.
+func fourLetters(addr, cmd string, dial Dialer) ([]byte, error) {
+	c, err := dial("tcp", addr, time.Second)
 	if err != nil {
-		return false
+		return nil, err
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := io.WriteString(c, "ruok"); err != nil {
-		return false
+	if _, err := io.WriteString(c, cmd); err != nil {
+		return nil, err
 	}
-	b, _ := io.ReadAll(bufio.NewReader(c))
-	return bytes.Equal(b, []byte("imok"))
+	return io.ReadAll(bufio.NewReader(c))
 }
 
 func freePort() (int, error) {

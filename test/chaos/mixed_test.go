@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/ktoolhq/ktool/internal/chaoscheck"
 )
 
 // sessionTimeout is zookeeper.session.timeout.ms of the chaos brokers.
@@ -131,23 +133,23 @@ func TestMixedFaults(t *testing.T) {
 		monWG.Wait()
 	}()
 	acks := newGapTracker()
-	prod := newProducer(c, chaosTopic, chaosPartitions, 3*time.Minute)
-	prod.onAck = acks.ack
+	prod := chaoscheck.NewProducer(c.client, chaosTopic, chaosPartitions, 3*time.Minute)
+	prod.OnAck = acks.ack
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() { prod.run(stop, 5*time.Millisecond) })
+	wg.Go(func() { prod.Run(stop, 5*time.Millisecond) })
 	stopProducing := sync.OnceFunc(func() {
 		close(stop)
 		wg.Wait()
 	})
 	t.Cleanup(stopProducing)
 	if err := waitProgress(ctx, prod, 500, time.Minute); err != nil {
-		t.Fatalf("producer never got going: %v\n%s", err, prod.summary())
+		t.Fatalf("producer never got going: %v\n%s", err, prod.Summary())
 	}
-	live := newLiveConsumer(c, chaosTopic, chaosPartitions)
+	live := chaoscheck.NewLiveConsumer(c.client, chaosTopic, chaosPartitions)
 	liveCtx, stopLive := context.WithCancel(ctx)
 	var liveWG sync.WaitGroup
-	liveWG.Go(func() { live.run(liveCtx) })
+	liveWG.Go(func() { live.Run(liveCtx) })
 	stopConsuming := sync.OnceFunc(func() {
 		stopLive()
 		liveWG.Wait()
@@ -185,14 +187,14 @@ func TestMixedFaults(t *testing.T) {
 		}
 		healed := time.Since(start)
 		if err := waitProgress(ctx, prod, 300, time.Minute); err != nil {
-			t.Errorf("fault %d (%s, %s): producer stalled: %v\n%s", i+1, f.name, role, err, prod.summary())
+			t.Errorf("fault %d (%s, %s): producer stalled: %v\n%s", i+1, f.name, role, err, prod.Summary())
 			break
 		}
 		sw, sp := serving.gaps.worst(ws)
 		aw, ap := acks.worst(wa)
 		t.Logf("fault %d/%d: %s (%s): over after %v, ISRs full after %v; worst gap without a serving leader %v (partition %d), without an acknowledgement %v (partition %d); %d acknowledged",
 			i+1, faults, f.name, role, over.Round(time.Millisecond), healed.Round(time.Millisecond),
-			sw.Round(time.Millisecond), sp, aw.Round(time.Millisecond), ap, prod.ackedCount())
+			sw.Round(time.Millisecond), sp, aw.Round(time.Millisecond), ap, prod.AckedCount())
 	}
 	stats := serving.gaps.byKind()
 	t.Logf("worst time a partition had no serving leader, per fault kind (bound %v):\n%s", gapBound, formatGaps(stats))

@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/ktoolhq/ktool/internal/chaoscheck"
 )
 
 const (
@@ -109,22 +111,22 @@ func noAcknowledgedWriteLost(t *testing.T, chroot string, f fault, settle bool, 
 	adm := c.admin()
 	c.createTopic(ctx, chaosTopic, chaosPartitions, 3)
 
-	prod := newProducer(c, chaosTopic, chaosPartitions, 3*time.Minute)
+	prod := chaoscheck.NewProducer(c.client, chaosTopic, chaosPartitions, 3*time.Minute)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() { prod.run(stop, 5*time.Millisecond) })
+	wg.Go(func() { prod.Run(stop, 5*time.Millisecond) })
 	stopProducing := sync.OnceFunc(func() {
 		close(stop)
 		wg.Wait()
 	})
 	t.Cleanup(stopProducing)
 	if err := waitProgress(ctx, prod, 500, time.Minute); err != nil {
-		t.Fatalf("producer never got going: %v\n%s", err, prod.summary())
+		t.Fatalf("producer never got going: %v\n%s", err, prod.Summary())
 	}
-	live := newLiveConsumer(c, chaosTopic, chaosPartitions)
+	live := chaoscheck.NewLiveConsumer(c.client, chaosTopic, chaosPartitions)
 	liveCtx, stopLive := context.WithCancel(ctx)
 	var liveWG sync.WaitGroup
-	liveWG.Go(func() { live.run(liveCtx) })
+	liveWG.Go(func() { live.Run(liveCtx) })
 	stopConsuming := sync.OnceFunc(func() {
 		stopLive()
 		liveWG.Wait()
@@ -178,7 +180,7 @@ func noAcknowledgedWriteLost(t *testing.T, chroot string, f fault, settle bool, 
 				break
 			}
 			t.Logf("kill %d/%d: broker %d (%s): gone from metadata after %v, back after %v; %d records acknowledged so far",
-				i+1, kills, victim, role, gone.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), prod.ackedCount())
+				i+1, kills, victim, role, gone.Round(time.Millisecond), time.Since(start).Round(time.Millisecond), prod.AckedCount())
 			continue
 		}
 		if err := poll(ctx, 2*time.Minute, func(ctx context.Context) error {
@@ -189,16 +191,16 @@ func noAcknowledgedWriteLost(t *testing.T, chroot string, f fault, settle bool, 
 		}
 		healed := time.Since(start)
 		if err := waitProgress(ctx, prod, 300, time.Minute); err != nil {
-			t.Errorf("kill %d: producer stalled after broker %d came back: %v\n%s", i+1, victim, err, prod.summary())
+			t.Errorf("kill %d: producer stalled after broker %d came back: %v\n%s", i+1, victim, err, prod.Summary())
 			break
 		}
 		t.Logf("kill %d/%d: broker %d (%s): gone from metadata after %v, ISRs full after %v; %d records acknowledged so far",
-			i+1, kills, victim, role, gone.Round(time.Millisecond), healed.Round(time.Millisecond), prod.ackedCount())
+			i+1, kills, victim, role, gone.Round(time.Millisecond), healed.Round(time.Millisecond), prod.AckedCount())
 	}
 	t.Logf("the kills hit the controller %d times and partition leaders %d times", controllerKills, leaderKills)
 	if !settle && !t.Failed() {
 		if err := waitProgress(ctx, prod, 300, 3*time.Minute); err != nil {
-			t.Errorf("producer stalled after the last kill: %v\n%s", err, prod.summary())
+			t.Errorf("producer stalled after the last kill: %v\n%s", err, prod.Summary())
 		}
 	}
 	if kills >= 3 && !t.Failed() && (controllerKills == 0 || leaderKills == 0) {
@@ -214,18 +216,16 @@ func noAcknowledgedWriteLost(t *testing.T, chroot string, f fault, settle bool, 
 // no offset twice, no offset under two epochs, and nothing it read was
 // rewritten or is missing from the final logs; and after a clean shutdown all
 // replicas hold the same batches.
-func verifyRun(ctx context.Context, t *testing.T, c *cluster, adm *kadm.Client, prod *producer, stopProducing func(), live *liveConsumer, stopConsuming func()) {
+func verifyRun(ctx context.Context, t *testing.T, c *cluster, adm *kadm.Client, prod *chaoscheck.Producer, stopProducing func(), live *chaoscheck.LiveConsumer, stopConsuming func()) {
 	t.Helper()
 	stopProducing()
 	fctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
 	defer cancel()
-	if err := prod.flush(fctx); err != nil {
+	if err := prod.Flush(fctx); err != nil {
 		t.Errorf("flushing the producer: %v", err)
 	}
-	t.Logf("producer: %s", prod.summary())
-	prod.mu.Lock()
-	acked, lost := prod.acked, prod.lost
-	prod.mu.Unlock()
+	t.Logf("producer: %s", prod.Summary())
+	acked, lost := prod.Acked()
 	if len(lost) > 0 {
 		t.Errorf("the producer detected data loss (sequence numbers the broker no longer knows) on %v", lost)
 	}
@@ -236,15 +236,15 @@ func verifyRun(ctx context.Context, t *testing.T, c *cluster, adm *kadm.Client, 
 		t.Fatalf("ISRs not full after the run: %v", err)
 	}
 	ends := highWatermarks(ctx, t, adm)
-	read, err := readBack(ctx, c, chaosTopic, ends)
+	read, err := chaoscheck.ReadBack(ctx, c.client, chaosTopic, ends)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stopConsuming()
-	problems := checkAcked(acked, read)
-	liveViolations, liveCount, liveErrs := live.report()
+	problems := chaoscheck.CheckAcked(acked, read)
+	liveViolations, liveCount, liveErrs := live.Report()
 	problems = append(problems, liveViolations...)
-	problems = append(problems, live.compareFinal(read)...)
+	problems = append(problems, live.CompareFinal(read)...)
 	t.Logf("live consumer: %d records read, %d violations, fetch errors %v", liveCount, len(liveViolations), liveErrs)
 	for i, p := range problems {
 		if i == 40 {
@@ -297,10 +297,10 @@ func leaderships(m kadm.Metadata, id int32) int {
 }
 
 // waitProgress waits until n more records than now are acknowledged.
-func waitProgress(ctx context.Context, prod *producer, n int, timeout time.Duration) error {
-	want := prod.ackedCount() + n
+func waitProgress(ctx context.Context, prod *chaoscheck.Producer, n int, timeout time.Duration) error {
+	want := prod.AckedCount() + n
 	return poll(ctx, timeout, func(context.Context) error {
-		if got := prod.ackedCount(); got < want {
+		if got := prod.AckedCount(); got < want {
 			return fmt.Errorf("%d of %d records acknowledged", got, want)
 		}
 		return nil

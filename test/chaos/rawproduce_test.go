@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/internal/batch"
+	"github.com/ktoolhq/ktool/internal/chaoscheck"
 )
 
 // rawProducer is an idempotent acks=all producer that speaks Produce itself,
@@ -30,7 +31,7 @@ type rawProducer struct {
 
 	mu        sync.Mutex
 	leaders   map[int32]int32
-	acked     map[int32][]ack
+	acked     map[int32][]chaoscheck.Ack
 	nacked    int
 	retriable map[string]int
 	fatal     []string
@@ -52,7 +53,7 @@ func newRawProducer(ctx context.Context, c *cluster, broker int32, topic string,
 	}
 	return &rawProducer{
 		cl: cl, topic: topic, partitions: partitions, id: resp.ProducerID, epoch: resp.ProducerEpoch,
-		leaders: map[int32]int32{}, acked: map[int32][]ack{}, retriable: map[string]int{},
+		leaders: map[int32]int32{}, acked: map[int32][]chaoscheck.Ack{}, retriable: map[string]int{},
 	}, nil
 }
 
@@ -83,7 +84,7 @@ func (p *rawProducer) runPartition(ctx context.Context, stop <-chan struct{}, pa
 		switch {
 		case err == nil:
 			p.mu.Lock()
-			p.acked[part] = append(p.acked[part], ack{seq: value, offset: offset})
+			p.acked[part] = append(p.acked[part], chaoscheck.Ack{Seq: value, Offset: offset})
 			p.nacked++
 			p.mu.Unlock()
 			seq++

@@ -11,6 +11,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/ktoolhq/ktool/internal/chaoscheck"
 )
 
 // TestControlledShutdownMovesLeaders stops the broker leading the most
@@ -145,11 +147,11 @@ func TestControlledShutdownMovesLeaders(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	read, err := readBack(ctx, c, topic, ends)
+	read, err := chaoscheck.ReadBack(ctx, c.client, topic, ends)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range checkAcked(prod.acked, read) {
+	for _, p := range chaoscheck.CheckAcked(prod.acked, read) {
 		t.Error(p)
 	}
 }

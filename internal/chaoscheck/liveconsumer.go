@@ -1,4 +1,4 @@
-package chaos
+package chaoscheck
 
 import (
 	"context"
@@ -17,13 +17,13 @@ type liveRecord struct {
 	value []byte
 }
 
-// liveConsumer reads every partition of a topic from the start while the
+// LiveConsumer reads every partition of a topic from the start while the
 // faults happen, without a group and without ever seeking, and keeps the
 // leader epoch and value of every record it reads. The cluster must never
 // move it back: a data-loss report (the client found its position past the
 // end of the leader's epoch), an offset read twice or a record seen at one
 // offset under two leader epochs is a violation.
-type liveConsumer struct {
+type LiveConsumer struct {
 	cl    *kgo.Client
 	topic string
 
@@ -35,12 +35,12 @@ type liveConsumer struct {
 	errs       map[string]int
 }
 
-func newLiveConsumer(c *cluster, topic string, partitions int32) *liveConsumer {
+func NewLiveConsumer(newClient func(...kgo.Opt) *kgo.Client, topic string, partitions int32) *LiveConsumer {
 	offsets := map[int32]kgo.Offset{}
 	for p := range partitions {
 		offsets[p] = kgo.NewOffset().AtStart()
 	}
-	lc := &liveConsumer{
+	lc := &LiveConsumer{
 		topic: topic,
 		seen:  map[int32]map[int64]liveRecord{},
 		next:  map[int32]int64{},
@@ -49,15 +49,15 @@ func newLiveConsumer(c *cluster, topic string, partitions int32) *liveConsumer {
 	for p := range partitions {
 		lc.seen[p] = map[int64]liveRecord{}
 	}
-	lc.cl = c.client(
+	lc.cl = newClient(
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
 		kgo.FetchMaxWait(500*time.Millisecond),
 	)
 	return lc
 }
 
-// run polls until ctx ends.
-func (lc *liveConsumer) run(ctx context.Context) {
+// Run polls until ctx ends.
+func (lc *LiveConsumer) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		fs := lc.cl.PollFetches(ctx)
 		lc.mu.Lock()
@@ -78,7 +78,7 @@ func (lc *liveConsumer) run(ctx context.Context) {
 }
 
 // recordLocked checks and keeps one record; mu held.
-func (lc *liveConsumer) recordLocked(r *kgo.Record) {
+func (lc *LiveConsumer) recordLocked(r *kgo.Record) {
 	lc.count++
 	add := func(format string, args ...any) {
 		lc.violations = append(lc.violations, fmt.Sprintf("partition %d offset %d: ", r.Partition, r.Offset)+fmt.Sprintf(format, args...))
@@ -104,17 +104,17 @@ func (lc *liveConsumer) recordLocked(r *kgo.Record) {
 	lc.next[r.Partition] = r.Offset + 1
 }
 
-// compareFinal checks what the consumer saw while the faults happened
+// CompareFinal checks what the consumer saw while the faults happened
 // against the final logs: every record it read is there, at the same offset,
 // with the same value and leader epoch (nothing was rewritten).
-func (lc *liveConsumer) compareFinal(final map[int32][]stored) []string {
+func (lc *LiveConsumer) CompareFinal(final map[int32][]Stored) []string {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	var problems []string
 	for p, seen := range lc.seen {
-		byOffset := make(map[int64]stored, len(final[p]))
+		byOffset := make(map[int64]Stored, len(final[p]))
 		for _, s := range final[p] {
-			byOffset[s.offset] = s
+			byOffset[s.Offset] = s
 		}
 		offs := make([]int64, 0, len(seen))
 		for o := range seen {
@@ -127,9 +127,9 @@ func (lc *liveConsumer) compareFinal(final map[int32][]stored) []string {
 			switch {
 			case !ok:
 				problems = append(problems, fmt.Sprintf("partition %d offset %d: read live (epoch %d) but not in the final log", p, o, live.epoch))
-			case s.epoch != live.epoch || string(s.value) != string(live.value):
+			case s.Epoch != live.epoch || string(s.Value) != string(live.value):
 				problems = append(problems, fmt.Sprintf("partition %d offset %d: rewritten: read live as %x at epoch %d, final %x at epoch %d",
-					p, o, live.value, live.epoch, s.value, s.epoch))
+					p, o, live.value, live.epoch, s.Value, s.Epoch))
 			}
 		}
 	}
@@ -137,9 +137,9 @@ func (lc *liveConsumer) compareFinal(final map[int32][]stored) []string {
 	return problems
 }
 
-// report returns the violations seen live, the records read and the
+// Report returns the violations seen live, the records read and the
 // distinct non-fatal fetch errors.
-func (lc *liveConsumer) report() (violations []string, count int, errs map[string]int) {
+func (lc *LiveConsumer) Report() (violations []string, count int, errs map[string]int) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
 	errs = make(map[string]int, len(lc.errs))

@@ -1,0 +1,7 @@
+// Package chaoscheck holds the workloads and checkers of the fault tests
+// (test/chaos, test/netns): an idempotent acks=all producer of sequence
+// numbers that remembers what was acknowledged where, a live consumer that
+// must never be moved back, the read-back and comparison that find lost,
+// duplicated, reordered and rewritten records, and a consumer-group
+// workload whose members commit as they go.
+package chaoscheck
