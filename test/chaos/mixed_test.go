@@ -132,9 +132,9 @@ func TestMixedFaults(t *testing.T) {
 		stopMonitor()
 		monWG.Wait()
 	}()
-	acks := newGapTracker()
+	acks := chaoscheck.NewGapTracker()
 	prod := chaoscheck.NewProducer(c.client, chaosTopic, chaosPartitions, 3*time.Minute)
-	prod.OnAck = acks.ack
+	prod.OnAck = acks.Ack
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() { prod.Run(stop, 5*time.Millisecond) })
@@ -169,8 +169,8 @@ func TestMixedFaults(t *testing.T) {
 		if m.Controller == victim {
 			role += ", controller"
 		}
-		ws := serving.gaps.begin(i+1, f.name, role)
-		wa := acks.begin(i+1, f.name, role)
+		ws := serving.gaps.Begin(i+1, f.name, role)
+		wa := acks.Begin(i+1, f.name, role)
 		serving.faulting(victim)
 		start := time.Now()
 		if err := f.apply(t, c, victim); err != nil {
@@ -190,21 +190,21 @@ func TestMixedFaults(t *testing.T) {
 			t.Errorf("fault %d (%s, %s): producer stalled: %v\n%s", i+1, f.name, role, err, prod.Summary())
 			break
 		}
-		sw, sp := serving.gaps.worst(ws)
-		aw, ap := acks.worst(wa)
+		sw, sp := serving.gaps.Worst(ws)
+		aw, ap := acks.Worst(wa)
 		t.Logf("fault %d/%d: %s (%s): over after %v, ISRs full after %v; worst gap without a serving leader %v (partition %d), without an acknowledgement %v (partition %d); %d acknowledged",
 			i+1, faults, f.name, role, over.Round(time.Millisecond), healed.Round(time.Millisecond),
 			sw.Round(time.Millisecond), sp, aw.Round(time.Millisecond), ap, prod.AckedCount())
 	}
-	stats := serving.gaps.byKind()
-	t.Logf("worst time a partition had no serving leader, per fault kind (bound %v):\n%s", gapBound, formatGaps(stats))
-	t.Logf("worst time a partition had no acknowledgement, per fault kind (client view: includes its timeouts on a frozen broker):\n%s", formatGaps(acks.byKind()))
+	stats := serving.gaps.ByKind()
+	t.Logf("worst time a partition had no serving leader, per fault kind (bound %v):\n%s", gapBound, chaoscheck.FormatGaps(stats))
+	t.Logf("worst time a partition had no acknowledgement, per fault kind (client view: includes its timeouts on a frozen broker):\n%s", chaoscheck.FormatGaps(acks.ByKind()))
 	for _, s := range stats {
-		if s.worst > gapBound {
+		if s.Worst > gapBound {
 			if strict {
-				t.Errorf("%s: partition %d had no serving leader for %v in fault %d, beyond %v", s.kind, s.p, s.worst.Round(time.Millisecond), s.fault, gapBound)
+				t.Errorf("%s: partition %d had no serving leader for %v in fault %d, beyond %v", s.Kind, s.P, s.Worst.Round(time.Millisecond), s.Fault, gapBound)
 			} else {
-				t.Logf("NOTE %s: partition %d had no serving leader for %v in fault %d, beyond %v (reported, not failed, in the short run)", s.kind, s.p, s.worst.Round(time.Millisecond), s.fault, gapBound)
+				t.Logf("NOTE %s: partition %d had no serving leader for %v in fault %d, beyond %v (reported, not failed, in the short run)", s.Kind, s.P, s.Worst.Round(time.Millisecond), s.Fault, gapBound)
 			}
 		}
 	}
