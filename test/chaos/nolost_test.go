@@ -340,11 +340,11 @@ func compareReplicasAfterShutdown(ctx context.Context, t *testing.T, c *cluster,
 		}
 	}
 	for p := int32(0); p < partitions; p++ {
-		var first []rawBatch
+		var first []chaoscheck.RawBatch
 		var firstID int32
 		for _, id := range c.ids() {
 			dir := fmt.Sprintf("%s/%s-%d", c.logDir(id), topic, p)
-			batches, err := readBatches(dir, ends[p])
+			batches, err := chaoscheck.ReadBatches(dir, ends[p])
 			if err != nil {
 				t.Errorf("%s-%d on broker %d: %v", topic, p, id, err)
 				continue
@@ -353,7 +353,7 @@ func compareReplicasAfterShutdown(ctx context.Context, t *testing.T, c *cluster,
 				first, firstID = batches, id
 				continue
 			}
-			if d := diffBatches(first, batches); d != "" {
+			if d := chaoscheck.DiffBatches(first, batches); d != "" {
 				t.Errorf("%s-%d: replicas on brokers %d and %d differ below the high watermark %d: %s", topic, p, firstID, id, ends[p], d)
 			}
 		}
