@@ -12,26 +12,16 @@ import (
 
 // DialContext opens a connection from the host: the socket is created on a
 // thread that entered the host's network namespace, so it belongs to the
-// host for its whole life, whichever thread uses it later. The thread is
-// never returned to the Go runtime (the goroutine ends while locked to it).
+// host for its whole life, whichever thread uses it later.
 func (h *Host) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
-	type result struct {
-		conn net.Conn
-		err  error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := h.enter(); err != nil {
-			ch <- result{nil, err}
-			return
-		}
+	var c net.Conn
+	err := h.inside(func() error {
 		var d net.Dialer
-		c, err := d.DialContext(ctx, network, addr)
-		ch <- result{c, err}
-	}()
-	r := <-ch
-	return r.conn, r.err
+		var err error
+		c, err = d.DialContext(ctx, network, addr)
+		return err
+	})
+	return c, err
 }
 
 // Dial is DialContext bounded by timeout, in the shape of go-zookeeper's
@@ -40,6 +30,36 @@ func (h *Host) Dial(network, addr string, timeout time.Duration) (net.Conn, erro
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	return h.DialContext(ctx, network, addr)
+}
+
+// inside runs f on a thread in the host's network namespace, then moves the
+// thread back. The thread must not die instead: a child process started
+// with Pdeathsig (brokerproc, zktest) is killed when the thread that forked
+// it exits, and any thread may have forked one. Only when the way back fails
+// does the thread stay locked and die with its goroutine.
+func (h *Host) inside(f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		home, err := unix.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("nethost: this thread's namespace: %w", err)
+			return
+		}
+		defer unix.Close(home)
+		if err := h.enter(); err != nil {
+			runtime.UnlockOSThread()
+			errc <- err
+			return
+		}
+		err = f()
+		if unix.Setns(home, unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- err
+	}()
+	return <-errc
 }
 
 // enter moves the calling thread into the host's network namespace.
@@ -57,20 +77,11 @@ func (h *Host) enter() error {
 
 // Listen opens a listener in the host, as DialContext opens a connection.
 func (h *Host) Listen(network, addr string) (net.Listener, error) {
-	type result struct {
-		ln  net.Listener
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := h.enter(); err != nil {
-			ch <- result{nil, err}
-			return
-		}
-		ln, err := net.Listen(network, addr)
-		ch <- result{ln, err}
-	}()
-	r := <-ch
-	return r.ln, r.err
+	var ln net.Listener
+	err := h.inside(func() error {
+		var err error
+		ln, err = net.Listen(network, addr)
+		return err
+	})
+	return ln, err
 }

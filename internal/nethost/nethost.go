@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // Subnet is the hosts' network; host i (from 0) has address 10.50.0.(10+i).
@@ -178,7 +179,30 @@ func (l *Lab) Host(name string) *Host {
 			l.t.Fatalf("nethost: adding host %s: %v", name, err)
 		}
 	}
+	// A veth pair carries packets once both ends report carrier, a moment
+	// after they are set up; the bridge forwards at once (no STP).
+	if err := waitUp(h.ns, "eth0"); err != nil {
+		l.t.Fatalf("nethost: adding host %s: %v", name, err)
+	}
+	if err := waitUp(l.hub, port); err != nil {
+		l.t.Fatalf("nethost: adding host %s: %v", name, err)
+	}
 	return h
+}
+
+// waitUp waits up to 10 s until link dev of namespace ns is operationally up.
+func waitUp(ns, dev string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, err := output("ip", "-n", ns, "-o", "link", "show", "dev", dev)
+		if err == nil && strings.Contains(out, "state UP") {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("link %s in %s not up after 10 s: %s %v", dev, ns, out, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // Close removes every namespace of the lab. Processes still running in a

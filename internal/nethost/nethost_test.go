@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -174,5 +175,48 @@ func TestSweepStale(t *testing.T) {
 	}
 	if !strings.Contains(out, l.name+"a") {
 		t.Fatalf("this run's namespace %s was removed:\n%s", l.name+"a", out)
+	}
+}
+
+// TestDialLeavesThreadsHome checks that dialing from a host moves its thread
+// back: every thread of the process is in the process's own namespace after
+// many dials, and none of them died (a dying thread kills the children it
+// forked with Pdeathsig).
+func TestDialLeavesThreadsHome(t *testing.T) {
+	l := New(t)
+	a, b := l.Host("a"), l.Host("b")
+	addr := echo(t, b)
+	home, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	threads := func() map[string]bool {
+		ents, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, e := range ents {
+			out[e.Name()] = true
+		}
+		return out
+	}
+	before := threads()
+	for range 30 {
+		if err := reach(a, addr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := threads()
+	for tid := range before {
+		if !after[tid] {
+			t.Errorf("thread %s died while dialing from a host", tid)
+		}
+	}
+	for tid := range after {
+		ns, err := os.Readlink("/proc/self/task/" + tid + "/ns/net")
+		if err == nil && ns != home {
+			t.Errorf("thread %s left in namespace %s (the process is in %s)", tid, ns, home)
+		}
 	}
 }

@@ -107,6 +107,16 @@ func TestEnsembleLeaderKilled(t *testing.T) {
 	if m, err := e.Mntr(1 + leader%3); err != nil || m["zk_server_state"] == "" {
 		t.Fatalf("mntr: %v %v", m, err)
 	}
+	// The killed node comes back as a follower.
+	if err := e.Launch(leader); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Wait(leader); err != nil {
+		t.Fatalf("restarting node %d: %v\n%s", leader, err, e.Node(leader).output())
+	}
+	if m, err := e.Mode(leader); err != nil || m != "follower" {
+		t.Fatalf("restarted node %d: mode %q %v", leader, m, err)
+	}
 }
 
 func waitSession(t *testing.T, events <-chan zk.Event) {
