@@ -29,6 +29,20 @@ if [ -z "$zk_jar" ]; then
   fi
 fi
 
+# nftables and iproute2 for the multi-host network fault tests (test/netns,
+# internal/nethost: network namespaces, veth, a bridge, nft rules); they need
+# root and skip, loudly, without it.
+if ! command -v nft >/dev/null || ! command -v ip >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    say "installing nftables and iproute2 for the network fault tests"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq nftables iproute2 >/dev/null
+  else
+    say "nft or ip is missing and this is not a root Debian machine: the network fault tests will be skipped."
+  fi
+fi
+
 # Headless Chromium for the browser tests of `ktool ui` (test/ui); without it
 # they skip, loudly, and fail when CI=true.
 if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then

@@ -112,9 +112,9 @@ func (g *GapTracker) ByKind() []KindStat {
 // FormatGaps formats byKind for the log and the README.
 func FormatGaps(stats []KindStat) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-26s %6s %10s\n", "fault kind", "faults", "worst gap")
+	fmt.Fprintf(&b, "%-46s %6s %10s\n", "fault kind", "faults", "worst gap")
 	for _, s := range stats {
-		fmt.Fprintf(&b, "%-26s %6d %10s (fault %d, partition %d)\n", s.Kind, s.Faults, s.Worst.Round(10*time.Millisecond), s.Fault, s.P)
+		fmt.Fprintf(&b, "%-46s %6d %10s (fault %d, partition %d)\n", s.Kind, s.Faults, s.Worst.Round(10*time.Millisecond), s.Fault, s.P)
 	}
 	return b.String()
 }

@@ -106,6 +106,14 @@ func runDown(ctx context.Context, o *DownOptions) error {
 		errs = append(errs, err)
 		fmt.Fprintf(w, "Stopped ZooKeeper (pid %d)%s.\n", zk.PID, killedNote(len(killed) > 0))
 	}
+	for i, zk := range st.ZooKeeperEnsemble {
+		if !zk.Alive() {
+			continue
+		}
+		killed, err := stopProcs(ctx, []*Proc{zk}, 15*time.Second)
+		errs = append(errs, err)
+		fmt.Fprintf(w, "Stopped ZooKeeper node %d (pid %d)%s.\n", i+1, zk.PID, killedNote(len(killed) > 0))
+	}
 	return errors.Join(errs...)
 }
 

@@ -173,8 +173,8 @@ func runStart(ctx context.Context, o *BrokerOptions) error {
 	if b.Process.Alive() {
 		return fmt.Errorf("broker %d is already running (pid %d)", o.ID, b.Process.PID)
 	}
-	if st.ZooKeeperProcess != nil && !st.ZooKeeperProcess.Alive() {
-		return fmt.Errorf("the cluster's ZooKeeper is not running; start the cluster with `ktool cluster up --dir %s`", st.Dir)
+	if err := st.zooKeeperDown(); err != nil {
+		return fmt.Errorf("the cluster's ZooKeeper is not running (%v); start the cluster with `ktool cluster up --dir %s`", err, st.Dir)
 	}
 	p, err := spawn(exec.Command(o.Executable, "broker", "start", "--config", b.Config), b.Log)
 	if err != nil {

@@ -35,6 +35,9 @@ type State struct {
 	ZooKeeper string `json:"zookeeper,omitempty"`
 	// ZooKeeperProcess is set when the cluster started ZooKeeper itself.
 	ZooKeeperProcess *Proc `json:"zookeeper_process,omitempty"`
+	// ZooKeeperEnsemble are the nodes (ids 1..n in order) of the ZooKeeper
+	// ensemble the cluster started (--zookeeper-nodes 3 or 5).
+	ZooKeeperEnsemble []*Proc `json:"zookeeper_ensemble,omitempty"`
 	// Supervisor and Socket are the supervisor process and its control
 	// socket (embedded mode).
 	Supervisor *Proc          `json:"supervisor,omitempty"`
@@ -95,6 +98,11 @@ func (s *State) Addrs() []string {
 func (s *State) Running() bool {
 	if s.Supervisor.Alive() || s.ZooKeeperProcess.Alive() {
 		return true
+	}
+	for _, p := range s.ZooKeeperEnsemble {
+		if p.Alive() {
+			return true
+		}
 	}
 	for _, b := range s.Brokers {
 		if b.Process.Alive() {
@@ -158,4 +166,29 @@ func lockDir(dir string) (unlock func(), err error) {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 	}, nil
+}
+
+// zooKeeperDown says why the ZooKeeper the cluster started cannot serve, if
+// it cannot: the single server has exited, or fewer than a majority of the
+// ensemble's nodes run.
+func (s *State) zooKeeperDown() error {
+	if s.ZooKeeperProcess != nil && !s.ZooKeeperProcess.Alive() {
+		return exitedError("ZooKeeper", s.ZooKeeperProcess)
+	}
+	if len(s.ZooKeeperEnsemble) == 0 {
+		return nil
+	}
+	alive := 0
+	var dead *Proc
+	for _, p := range s.ZooKeeperEnsemble {
+		if p.Alive() {
+			alive++
+		} else {
+			dead = p
+		}
+	}
+	if alive <= len(s.ZooKeeperEnsemble)/2 {
+		return fmt.Errorf("only %d of the %d ZooKeeper nodes run, no quorum: %w", alive, len(s.ZooKeeperEnsemble), exitedError("a ZooKeeper node", dead))
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,15 +20,24 @@ type Status struct {
 	Mode      string `json:"mode" yaml:"mode"`
 	ZooKeeper string `json:"zookeeper,omitempty" yaml:"zookeeper,omitempty"`
 	// ZooKeeperPID is set when the cluster started ZooKeeper itself.
-	ZooKeeperPID      int  `json:"zookeeper_pid,omitempty" yaml:"zookeeper_pid,omitempty"`
-	ZooKeeperRunning  bool `json:"zookeeper_running,omitempty" yaml:"zookeeper_running,omitempty"`
-	SupervisorPID     int  `json:"supervisor_pid,omitempty" yaml:"supervisor_pid,omitempty"`
-	SupervisorRunning bool `json:"supervisor_running,omitempty" yaml:"supervisor_running,omitempty"`
+	ZooKeeperPID     int  `json:"zookeeper_pid,omitempty" yaml:"zookeeper_pid,omitempty"`
+	ZooKeeperRunning bool `json:"zookeeper_running,omitempty" yaml:"zookeeper_running,omitempty"`
+	// ZooKeeperNodes are the nodes of the ensemble the cluster started.
+	ZooKeeperNodes    []ZooKeeperNode `json:"zookeeper_nodes,omitempty" yaml:"zookeeper_nodes,omitempty"`
+	SupervisorPID     int             `json:"supervisor_pid,omitempty" yaml:"supervisor_pid,omitempty"`
+	SupervisorRunning bool            `json:"supervisor_running,omitempty" yaml:"supervisor_running,omitempty"`
 	// ClusterID and Controller come from the brokers' metadata; Controller
 	// is -1 when no broker answered or none is elected.
 	ClusterID  string         `json:"cluster_id,omitempty" yaml:"cluster_id,omitempty"`
 	Controller int32          `json:"controller" yaml:"controller"`
 	Brokers    []BrokerStatus `json:"brokers" yaml:"brokers"`
+}
+
+// ZooKeeperNode is one node of a local ensemble in a Status.
+type ZooKeeperNode struct {
+	ID      int  `json:"id" yaml:"id"`
+	PID     int  `json:"pid" yaml:"pid"`
+	Running bool `json:"running" yaml:"running"`
 }
 
 // BrokerStatus is one broker in a Status.
@@ -113,6 +123,9 @@ func buildStatus(st *State, reg registration, supervised []control.BrokerState) 
 	if p := st.ZooKeeperProcess; p != nil {
 		s.ZooKeeperPID, s.ZooKeeperRunning = p.PID, p.Alive()
 	}
+	for i, p := range st.ZooKeeperEnsemble {
+		s.ZooKeeperNodes = append(s.ZooKeeperNodes, ZooKeeperNode{ID: i + 1, PID: p.PID, Running: p.Alive()})
+	}
 	supAlive := st.Supervisor.Alive()
 	if st.Supervisor != nil {
 		s.SupervisorPID, s.SupervisorRunning = st.Supervisor.PID, supAlive
@@ -156,6 +169,17 @@ func writeStatus(w io.Writer, s Status) error {
 				state = fmt.Sprintf("pid %d", s.ZooKeeperPID)
 			}
 			zk += " (started by the cluster, " + state + ")"
+		}
+		if len(s.ZooKeeperNodes) > 0 {
+			var nodes []string
+			for _, n := range s.ZooKeeperNodes {
+				state := "stopped"
+				if n.Running {
+					state = fmt.Sprintf("pid %d", n.PID)
+				}
+				nodes = append(nodes, fmt.Sprintf("node %d %s", n.ID, state))
+			}
+			zk += fmt.Sprintf(" (an ensemble of %d started by the cluster: %s)", len(s.ZooKeeperNodes), strings.Join(nodes, ", "))
 		}
 		fmt.Fprintf(w, "Cluster in %s: ZooKeeper %s\n", s.Dir, zk)
 	}

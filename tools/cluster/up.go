@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -42,6 +43,7 @@ type UpOptions struct {
 	MetricsBasePort int
 	ZooKeeper       string
 	ZooKeeperPort   int
+	ZooKeeperNodes  int
 	Embedded        bool
 	Profile         string
 	Foreground      bool
@@ -123,7 +125,9 @@ DIR/cluster.json and on nothing else.`,
 	fl.IntVar(&opts.BasePort, "base-port", def.BasePort, "port of broker 0; broker N listens on base-port+N")
 	fl.IntVar(&opts.MetricsBasePort, "metrics-base-port", def.MetricsBasePort, "metrics port of broker 0 (0: no metrics listener)")
 	fl.StringVar(&opts.ZooKeeper, "zookeeper", "", "use this ZooKeeper (host:port[/chroot]) instead of starting one")
-	fl.IntVar(&opts.ZooKeeperPort, "zookeeper-port", def.ZooKeeperPort, "client port of the ZooKeeper started locally")
+	fl.IntVar(&opts.ZooKeeperPort, "zookeeper-port", def.ZooKeeperPort, "client port of the ZooKeeper started locally (of its node 1)")
+	fl.IntVar(&opts.ZooKeeperNodes, "zookeeper-nodes", def.ZooKeeperNodes, "ZooKeeper servers to start locally: 1, or an ensemble of 3 or 5 "+
+		"(client ports zookeeper-port+i, quorum ports +100+i, election ports +200+i) that survives losing a minority")
 	fl.BoolVar(&opts.Embedded, "embedded", false, "run the brokers in one process on the embedded store, even when ZooKeeper is installed")
 	fl.StringVar(&opts.Profile, "profile-name", def.Profile, "profile to save with the brokers' addresses (\"\" saves none)")
 	fl.BoolVar(&opts.Foreground, "foreground", false, "stay in the foreground and stop the cluster on Ctrl-C")
@@ -163,6 +167,9 @@ func (o *UpOptions) spec() (setup.Spec, error) {
 	}
 	if changed("zookeeper-port") || !ok {
 		spec.ZooKeeperPort = o.ZooKeeperPort
+	}
+	if changed("zookeeper-nodes") || !ok {
+		spec.ZooKeeperNodes = o.ZooKeeperNodes
 	}
 	if changed("profile-name") || !ok {
 		spec.Profile = o.Profile
@@ -238,8 +245,12 @@ func (o *UpOptions) start(ctx context.Context) (*State, error) {
 	if spec.ZooKeeper == setup.ZKEmbedded && len(socket) > 100 {
 		return nil, cmdutil.Usagef("the supervisor's control socket %s would be too long a path for a unix socket; use a shorter --dir", socket)
 	}
-	if zk := spec.ZooKeeperConnect(); spec.ZooKeeper == setup.ZKLocal && ruok(ctx, zk) {
-		return nil, cmdutil.Usagef("a ZooKeeper already answers on %s: use it with --zookeeper %s, or start another with --zookeeper-port", zk, zk)
+	if spec.ZooKeeper == setup.ZKLocal {
+		for _, zk := range strings.Split(spec.ZooKeeperConnect(), ",") {
+			if ruok(ctx, zk) {
+				return nil, cmdutil.Usagef("a ZooKeeper already answers on %s: use it with --zookeeper %s, or start another with --zookeeper-port", zk, zk)
+			}
+		}
 	}
 	if err := spec.CheckPortsFree(); err != nil {
 		return nil, fmt.Errorf("%w (choose others with --base-port, --metrics-base-port or --zookeeper-port)", err)
@@ -272,7 +283,7 @@ func (o *UpOptions) start(ctx context.Context) (*State, error) {
 	if err := st.Save(); err != nil {
 		return nil, err
 	}
-	if err := o.launch(ctx, st, install, spec.ZooKeeperPort); err != nil {
+	if err := o.launch(ctx, st, install, spec); err != nil {
 		o.abort(st)
 		return nil, err
 	}
@@ -318,7 +329,7 @@ func dirHint(dir string) string {
 }
 
 // launch starts the cluster's processes and records each in st as it goes.
-func (o *UpOptions) launch(ctx context.Context, st *State, install zkinstall.Install, zkPort int) error {
+func (o *UpOptions) launch(ctx context.Context, st *State, install zkinstall.Install, spec setup.Spec) error {
 	w := o.Factory.IO.ErrOut
 	if st.Mode == ModeEmbedded {
 		cmd := exec.Command(o.Executable, "cluster", SuperviseCommand, "--dir", o.Dir)
@@ -330,9 +341,13 @@ func (o *UpOptions) launch(ctx context.Context, st *State, install zkinstall.Ins
 		fmt.Fprintf(w, "Started the supervisor (pid %d) running %d brokers on the embedded coordination store.\n", p.PID, len(st.Brokers))
 		return st.Save()
 	}
-	if install.Java != "" {
+	if install.Java != "" && len(spec.ZooKeeperPeers()) > 0 {
+		if err := o.launchEnsemble(ctx, st, install, spec); err != nil {
+			return err
+		}
+	} else if install.Java != "" {
 		zdir := filepath.Join(o.Dir, "zookeeper")
-		cmd, err := install.Command(context.WithoutCancel(ctx), zkinstall.Config{Dir: zdir, Port: zkPort})
+		cmd, err := install.Command(context.WithoutCancel(ctx), zkinstall.Config{Dir: zdir, Port: spec.ZooKeeperPort})
 		if err != nil {
 			return err
 		}
@@ -362,6 +377,42 @@ func (o *UpOptions) launch(ctx context.Context, st *State, install zkinstall.Ins
 	return nil
 }
 
+// launchEnsemble starts the nodes of a local ZooKeeper ensemble, each with
+// its data and log under DIR/zookeeper-<id>, and waits until every node
+// serves (the ensemble has elected a leader).
+func (o *UpOptions) launchEnsemble(ctx context.Context, st *State, install zkinstall.Install, spec setup.Spec) error {
+	peers := spec.ZooKeeperPeers()
+	addrs := strings.Split(st.ZooKeeper, ",")
+	for i, p := range peers {
+		zdir := filepath.Join(o.Dir, fmt.Sprintf("zookeeper-%d", p.ID))
+		cmd, err := install.Command(context.WithoutCancel(ctx), zkinstall.Config{Dir: zdir, Port: spec.ZooKeeperPort + i, Ensemble: peers, MyID: p.ID})
+		if err != nil {
+			return err
+		}
+		proc, err := spawn(cmd, filepath.Join(zdir, "zookeeper.log"))
+		if err != nil {
+			return err
+		}
+		st.ZooKeeperEnsemble = append(st.ZooKeeperEnsemble, proc)
+		if err := st.Save(); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Factory.IO.ErrOut, "Started ZooKeeper node %d of %d from %s (pid %d) on %s.\n", p.ID, len(peers), install.Source, proc.PID, addrs[i])
+	}
+	for i, addr := range addrs {
+		proc := st.ZooKeeperEnsemble[i]
+		if err := waitServing(ctx, addr, 90*time.Second, func() error {
+			if !proc.Alive() {
+				return exitedError(fmt.Sprintf("ZooKeeper node %d", i+1), proc)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (o *UpOptions) launchBroker(st *State, b *BrokerRecord) error {
 	cmd := exec.Command(o.Executable, "broker", "start", "--config", b.Config)
 	p, err := spawn(cmd, b.Log)
@@ -381,8 +432,8 @@ func (st *State) checkAlive() error {
 		}
 		return nil
 	}
-	if st.ZooKeeperProcess != nil && !st.ZooKeeperProcess.Alive() {
-		return exitedError("ZooKeeper", st.ZooKeeperProcess)
+	if err := st.zooKeeperDown(); err != nil {
+		return err
 	}
 	for _, b := range st.Brokers {
 		if b.Process != nil && !b.Process.Alive() {
@@ -403,7 +454,7 @@ func (o *UpOptions) abort(st *State) {
 	if _, err := stopProcs(ctx, procs, 10*time.Second); err != nil {
 		fmt.Fprintf(o.Factory.IO.ErrOut, "stopping the brokers: %v\n", err)
 	}
-	if _, err := stopProcs(ctx, []*Proc{st.ZooKeeperProcess}, 10*time.Second); err != nil {
+	if _, err := stopProcs(ctx, append([]*Proc{st.ZooKeeperProcess}, st.ZooKeeperEnsemble...), 10*time.Second); err != nil {
 		fmt.Fprintf(o.Factory.IO.ErrOut, "stopping ZooKeeper: %v\n", err)
 	}
 }

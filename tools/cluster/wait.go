@@ -1,9 +1,9 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"slices"
@@ -93,6 +93,16 @@ func containsAll(have, want []int32) bool {
 
 // waitZooKeeper polls ZooKeeper's ruok until it answers imok.
 func waitZooKeeper(ctx context.Context, addr string, timeout time.Duration, check func() error) error {
+	return waitFourLetters(ctx, addr, timeout, check, ruok)
+}
+
+// waitServing polls a node of an ensemble with srvr until it serves, that is
+// until the ensemble has a leader (ruok answers imok before that).
+func waitServing(ctx context.Context, addr string, timeout time.Duration, check func() error) error {
+	return waitFourLetters(ctx, addr, timeout, check, serving)
+}
+
+func waitFourLetters(ctx context.Context, addr string, timeout time.Duration, check func() error, ok func(context.Context, string) bool) error {
 	deadline := time.Now().Add(timeout)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -100,7 +110,7 @@ func waitZooKeeper(ctx context.Context, addr string, timeout time.Duration, chec
 		if err := check(); err != nil {
 			return err
 		}
-		if ruok(ctx, addr) {
+		if ok(ctx, addr) {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -115,18 +125,29 @@ func waitZooKeeper(ctx context.Context, addr string, timeout time.Duration, chec
 }
 
 func ruok(ctx context.Context, addr string) bool {
+	return strings.HasPrefix(fourLetters(ctx, addr, "ruok"), "imok")
+}
+
+// serving reports whether the server at addr serves clients: its srvr
+// answer names its mode (leader, follower or standalone).
+func serving(ctx context.Context, addr string) bool {
+	return strings.Contains(fourLetters(ctx, addr, "srvr"), "Mode: ")
+}
+
+// fourLetters is the answer to a four-letter word, "" when there is none.
+func fourLetters(ctx context.Context, addr, cmd string) string {
 	d := net.Dialer{Timeout: time.Second}
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return false
+		return ""
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(time.Second))
-	if _, err := conn.Write([]byte("ruok")); err != nil {
-		return false
+	if _, err := conn.Write([]byte(cmd)); err != nil {
+		return ""
 	}
-	b, _ := bufio.NewReader(conn).ReadString('\n')
-	return strings.HasPrefix(b, "imok")
+	b, _ := io.ReadAll(io.LimitReader(conn, 64<<10))
+	return string(b)
 }
 
 // logTail is the end of a log file, for error messages.

@@ -109,7 +109,8 @@ used, and --start starts the cluster.`,
 	fl.IntVar(&s.MetricsBasePort, "metrics-base-port", s.MetricsBasePort, "metrics port of broker 0 (0: none)")
 	fl.StringVar(&opts.ZooKeeperMode, "zookeeper-mode", "", "ZooKeeper: local (start one from a local installation), external or embedded")
 	fl.StringVar(&s.ZooKeeperAddr, "zookeeper", "", "existing ZooKeeper host:port[/chroot] (implies --zookeeper-mode external)")
-	fl.IntVar(&s.ZooKeeperPort, "zookeeper-port", s.ZooKeeperPort, "client port of the ZooKeeper started locally")
+	fl.IntVar(&s.ZooKeeperPort, "zookeeper-port", s.ZooKeeperPort, "client port of the ZooKeeper started locally (of its node 1)")
+	fl.IntVar(&s.ZooKeeperNodes, "zookeeper-nodes", s.ZooKeeperNodes, "ZooKeeper servers started locally: 1, or an ensemble of 3 or 5 (asked when interactive)")
 	fl.IntVar(&s.Partitions, "partitions", s.Partitions, "num.partitions: default partition count of new topics")
 	fl.IntVar(&s.ReplicationFactor, "replication-factor", s.ReplicationFactor, "default.replication.factor of new topics")
 	fl.IntVar(&s.MinInsyncReplicas, "min-insync-replicas", s.MinInsyncReplicas, "min.insync.replicas")
@@ -384,11 +385,25 @@ func (o *InitOptions) askZooKeeper(p *prompter) error {
 	switch answer {
 	case zkAnswerLocal:
 		s.ZooKeeper = ZKLocal
+		nodes := strconv.Itoa(max(1, s.ZooKeeperNodes))
+		if err := p.chooseWithHelp(&nodes, "ZooKeeper nodes:", []string{"1", "3", "5"},
+			"3 or 5 nodes make an ensemble that keeps serving while a minority of its nodes is down; "+
+				"node i listens on the client port+i, its quorum and election ports on +100+i and +200+i."); err != nil {
+			return err
+		}
+		s.ZooKeeperNodes, _ = strconv.Atoi(nodes)
 		return p.intInput(&s.ZooKeeperPort, "ZooKeeper client port:", "", func(port int) error {
-			if port >= s.BasePort && port < s.BasePort+s.Brokers {
-				return errors.New("one of the broker ports")
+			trial := *s
+			trial.ZooKeeperPort = port
+			if err := trial.Validate(); err != nil {
+				return err
 			}
-			return portsFree("127.0.0.1", port, 1)
+			for _, p := range trial.zkPorts() {
+				if err := portsFree("127.0.0.1", p, 1); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 	case zkAnswerExternal:
 		s.ZooKeeper = ZKExternal
@@ -437,7 +452,7 @@ func portsFree(host string, base, n int) error {
 
 func writeSummary(w io.Writer, dir string, s Spec) {
 	zk := map[string]string{
-		ZKLocal:    "started locally on 127.0.0.1:" + strconv.Itoa(s.ZooKeeperPort),
+		ZKLocal:    "started locally on " + s.ZooKeeperConnect(),
 		ZKExternal: s.ZooKeeperAddr,
 		ZKEmbedded: "none: embedded store, brokers in one supervisor process",
 	}[s.ZooKeeper]

@@ -95,7 +95,7 @@ func TestInitUnattended(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("ReadSpec: %v %v", ok, err)
 	}
-	want := Spec{Brokers: 2, Host: "127.0.0.1", BasePort: base, ZooKeeper: ZKEmbedded, ZooKeeperPort: 2181,
+	want := Spec{Brokers: 2, Host: "127.0.0.1", BasePort: base, ZooKeeper: ZKEmbedded, ZooKeeperPort: 2181, ZooKeeperNodes: 1,
 		Partitions: 6, ReplicationFactor: 2, MinInsyncReplicas: 1, UncleanElection: true, AutoLeaderRebalance: false,
 		Assignor: "sticky", Compression: "lz4", Profile: "local"}
 	if spec.Brokers != want.Brokers || spec.BasePort != want.BasePort || spec.ZooKeeper != want.ZooKeeper ||

@@ -3,6 +3,7 @@ package setup
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/creack/pty"
 
 	"github.com/ktoolhq/ktool/internal/testbin"
+	"github.com/ktoolhq/ktool/internal/zkinstall"
 )
 
 // ktoolBin is the binary the terminal test drives, built by TestMain.
@@ -258,5 +260,84 @@ func bytesCopy(dst *screen, src *os.File) (int64, error) {
 		if err != nil {
 			return n, err
 		}
+	}
+}
+
+// TestInitOffersEnsemble answers the ZooKeeper questions only (the others
+// are flags): a local ensemble of 3, on a client port whose node ports are
+// checked.
+func TestInitOffersEnsemble(t *testing.T) {
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	if _, err := zkinstall.Find(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI needs a ZooKeeper installation: %v", err)
+		}
+		t.Skipf("SKIPPING: no local ZooKeeper to offer: %v", err)
+	}
+	home := t.TempDir()
+	dir := filepath.Join(home, "kc")
+	base := freePort(t, 2)
+	zkPort := freePort(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ktoolBin, "cluster", "init", "--dir", dir, "-n", "2", "--host", "127.0.0.1",
+		"--base-port", strconv.Itoa(base), "--metrics-base-port", "0", "--partitions", "1", "--replication-factor", "2",
+		"--min-insync-replicas", "1", "--unclean-leader-election=false", "--auto-leader-rebalance=false", "--secure=false",
+		"--assignor", "range", "--compression", "producer")
+	cmd.Env = append(os.Environ(), "CI=", "TERM=xterm", "NO_COLOR=1", "KTOOL_CONFIG="+filepath.Join(home, "config.yaml"))
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	scr := &screen{term: tty}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = bytesCopy(scr, tty)
+	}()
+	answer := func(question string, cursorQueries int, keys, confirm string) {
+		t.Helper()
+		scr.prompt(t, question, cursorQueries)
+		for attempt := 1; ; attempt++ {
+			if _, err := tty.Write([]byte(keys)); err != nil {
+				t.Fatal(err)
+			}
+			if scr.wait(confirm, 3*time.Second) {
+				return
+			}
+			if attempt == 3 {
+				t.Fatalf("%q: no %q on the screen after typing %q %d times:\n%s", question, confirm, keys, attempt, scr.String())
+			}
+		}
+	}
+	const enter = "\r"
+	const down = "\x1b[B"
+	const line, list = 2, 0
+	answer("ZooKeeper:", list, enter, "ZooKeeper: start one locally")
+	answer("ZooKeeper nodes:", list, down+enter, "ZooKeeper nodes: 3")
+	answer("ZooKeeper client port:", line, "\x15"+strconv.Itoa(zkPort)+enter, "ZooKeeper client port: "+strconv.Itoa(zkPort))
+	scr.expect(t, "Summary")
+	answer("Write these files?", line, enter, "Write these files? Yes")
+	answer("Start the cluster now?", line, "n"+enter, "Start the cluster now? No")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("init: %v\n%s", err, scr.String())
+	}
+	<-copied
+	spec, ok, err := ReadSpec(dir)
+	if err != nil || !ok {
+		t.Fatalf("ReadSpec: %v %v", ok, err)
+	}
+	if spec.ZooKeeper != ZKLocal || spec.ZooKeeperNodes != 3 || spec.ZooKeeperPort != zkPort {
+		t.Fatalf("spec %+v", spec)
+	}
+	props, err := os.ReadFile(ConfigPath(dir, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", zkPort, zkPort+1, zkPort+2); !strings.Contains(string(props), want) {
+		t.Fatalf("server.properties lacks zookeeper.connect %s:\n%s", want, props)
 	}
 }

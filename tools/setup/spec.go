@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ktoolhq/ktool/broker/config"
+	"github.com/ktoolhq/ktool/internal/zkinstall"
 )
 
 // How a local cluster is coordinated.
@@ -54,6 +55,11 @@ type Spec struct {
 	ZooKeeper     string `json:"zookeeper" yaml:"zookeeper"`
 	ZooKeeperAddr string `json:"zookeeper_address,omitempty" yaml:"zookeeper_address,omitempty"`
 	ZooKeeperPort int    `json:"zookeeper_port,omitempty" yaml:"zookeeper_port,omitempty"`
+	// ZooKeeperNodes is how many ZooKeeper servers are started locally: 1 (or
+	// 0), or an ensemble of 3 or 5 on the client ports ZooKeeperPort+i, with
+	// their quorum ports at ZooKeeperPort+100+i and election ports at
+	// ZooKeeperPort+200+i.
+	ZooKeeperNodes int `json:"zookeeper_nodes,omitempty" yaml:"zookeeper_nodes,omitempty"`
 
 	Partitions          int  `json:"num_partitions" yaml:"num_partitions"`
 	ReplicationFactor   int  `json:"default_replication_factor" yaml:"default_replication_factor"`
@@ -81,7 +87,7 @@ type Spec struct {
 func DefaultSpec() Spec {
 	return Spec{
 		Brokers: 3, Host: "127.0.0.1", BasePort: 9092, MetricsBasePort: 0,
-		ZooKeeper: ZKAuto, ZooKeeperPort: 2181,
+		ZooKeeper: ZKAuto, ZooKeeperPort: 2181, ZooKeeperNodes: 1,
 		Partitions: 3, ReplicationFactor: 3, MinInsyncReplicas: 2,
 		AutoLeaderRebalance: true,
 		Assignor:            "range", Compression: "producer",
@@ -123,10 +129,22 @@ func (s Spec) Validate() error {
 	}
 	switch s.ZooKeeper {
 	case ZKAuto, ZKLocal:
-		if s.ZooKeeperPort < 1 || s.ZooKeeperPort > 65535 {
-			bad("ZooKeeper port %d is not a port", s.ZooKeeperPort)
-		} else if overlap(s.BasePort, s.ZooKeeperPort, s.listenerPorts()) || s.MetricsBasePort != 0 && overlap(s.MetricsBasePort, s.ZooKeeperPort, s.Brokers) {
-			bad("ZooKeeper port %d is one of the brokers' ports", s.ZooKeeperPort)
+		if n := s.ZooKeeperNodes; n != 0 && n != 1 && n != 3 && n != 5 {
+			bad("ZooKeeper nodes %d: want 1, 3 or 5", n)
+		}
+		last := s.ZooKeeperPort + s.zkNodes() - 1
+		if s.zkNodes() > 1 {
+			last = s.ZooKeeperPort + 200 + s.zkNodes() - 1
+		}
+		if s.ZooKeeperPort < 1 || last > 65535 {
+			bad("ZooKeeper port %d leaves no room for %d nodes", s.ZooKeeperPort, s.zkNodes())
+		} else {
+			for _, port := range s.zkPorts() {
+				if overlap(s.BasePort, port, s.listenerPorts()) || s.MetricsBasePort != 0 && overlap(s.MetricsBasePort, port, s.Brokers) {
+					bad("ZooKeeper port %d is one of the brokers' ports", port)
+					break
+				}
+			}
 		}
 	case ZKExternal:
 		if err := ValidZooKeeperAddr(s.ZooKeeperAddr); err != nil {
@@ -205,9 +223,38 @@ func (s Spec) Ports() []int {
 		}
 	}
 	if s.ZooKeeper == ZKLocal {
-		ports = append(ports, s.ZooKeeperPort)
+		ports = append(ports, s.zkPorts()...)
 	}
 	return ports
+}
+
+// zkNodes is how many ZooKeeper servers run locally.
+func (s Spec) zkNodes() int { return max(1, s.ZooKeeperNodes) }
+
+// zkPorts are the ports of the local ZooKeeper servers: the client ports,
+// and for an ensemble the quorum and election ports.
+func (s Spec) zkPorts() []int {
+	var ports []int
+	for _, p := range s.ZooKeeperPeers() {
+		ports = append(ports, p.QuorumPort, p.ElectionPort)
+	}
+	for i := range s.zkNodes() {
+		ports = append(ports, s.ZooKeeperPort+i)
+	}
+	return ports
+}
+
+// ZooKeeperPeers are the nodes of the local ensemble (ids 1..n on
+// 127.0.0.1), nil for a single server.
+func (s Spec) ZooKeeperPeers() []zkinstall.Peer {
+	if s.zkNodes() == 1 {
+		return nil
+	}
+	peers := make([]zkinstall.Peer, s.zkNodes())
+	for i := range peers {
+		peers[i] = zkinstall.Peer{ID: i + 1, Host: "127.0.0.1", QuorumPort: s.ZooKeeperPort + 100 + i, ElectionPort: s.ZooKeeperPort + 200 + i}
+	}
+	return peers
 }
 
 // CheckPortsFree reports the ports that something already listens on.
@@ -263,7 +310,11 @@ func (s Spec) BrokerAddrs() []string {
 func (s Spec) ZooKeeperConnect() string {
 	switch s.ZooKeeper {
 	case ZKLocal:
-		return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.ZooKeeperPort))
+		addrs := make([]string, s.zkNodes())
+		for i := range addrs {
+			addrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.ZooKeeperPort+i))
+		}
+		return strings.Join(addrs, ",")
 	case ZKExternal:
 		return s.ZooKeeperAddr
 	}

@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,6 +24,10 @@ func TestValidate(t *testing.T) {
 		{"ports past 65535", func(s *Spec) { s.BasePort = 65534 }, "leaves no room"},
 		{"metrics overlap", func(s *Spec) { s.MetricsBasePort = 9093 }, "overlap the broker ports"},
 		{"zookeeper port on a broker", func(s *Spec) { s.ZooKeeper = ZKLocal; s.ZooKeeperPort = 9094 }, "one of the brokers' ports"},
+		{"ensemble of 2", func(s *Spec) { s.ZooKeeper = ZKLocal; s.ZooKeeperNodes = 2 }, "want 1, 3 or 5"},
+		{"ensemble", func(s *Spec) { s.ZooKeeper = ZKLocal; s.ZooKeeperNodes = 3 }, ""},
+		{"ensemble quorum port on a broker", func(s *Spec) { s.ZooKeeper = ZKLocal; s.ZooKeeperNodes = 3; s.ZooKeeperPort = 8892 }, "one of the brokers' ports"},
+		{"ensemble past 65535", func(s *Spec) { s.ZooKeeper = ZKLocal; s.ZooKeeperNodes = 3; s.ZooKeeperPort = 65400 }, "leaves no room for 3 nodes"},
 		{"external without address", func(s *Spec) { s.ZooKeeper = ZKExternal }, "ZooKeeper address"},
 		{"external bad port", func(s *Spec) { s.ZooKeeper = ZKExternal; s.ZooKeeperAddr = "zk:http" }, "bad port"},
 		{"external chroot", func(s *Spec) { s.ZooKeeper = ZKExternal; s.ZooKeeperAddr = "a:1,b:2/kafka" }, ""},
@@ -144,5 +149,27 @@ func TestCheckPortsFree(t *testing.T) {
 	s.FitReplication()
 	if err := s.CheckPortsFree(); err == nil || !strings.Contains(err.Error(), "ports in use") {
 		t.Fatalf("error %v", err)
+	}
+}
+
+func TestEnsembleSpec(t *testing.T) {
+	s := DefaultSpec()
+	s.ZooKeeper, s.ZooKeeperNodes = ZKLocal, 3
+	if got, want := s.ZooKeeperConnect(), "127.0.0.1:2181,127.0.0.1:2182,127.0.0.1:2183"; got != want {
+		t.Fatalf("connect %q, want %q", got, want)
+	}
+	peers := s.ZooKeeperPeers()
+	if len(peers) != 3 || peers[2].ID != 3 || peers[2].QuorumPort != 2283 || peers[2].ElectionPort != 2383 {
+		t.Fatalf("peers %+v", peers)
+	}
+	ports := s.Ports()
+	for _, p := range []int{2181, 2183, 2281, 2383} {
+		if !slices.Contains(ports, p) {
+			t.Errorf("ports %v lack %d", ports, p)
+		}
+	}
+	s.ZooKeeperNodes = 1
+	if s.ZooKeeperPeers() != nil || s.ZooKeeperConnect() != "127.0.0.1:2181" {
+		t.Fatalf("single node: peers %v, connect %s", s.ZooKeeperPeers(), s.ZooKeeperConnect())
 	}
 }
