@@ -122,6 +122,9 @@ func (g *Group) member(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		if fs.NumRecords() == 0 {
+			continue
+		}
 		// Committing is the member's acknowledgement of what it processed;
 		// a failed commit is retried with the next poll's.
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -26,10 +26,10 @@ const (
 	group      = "netns-group"
 	// faultLen is how long a network fault lasts: past the session timeout,
 	// so that a broker cut from ZooKeeper loses its session.
-	faultLen = sessionTimeout + 3*time.Second
+	faultLen = sessionTimeout + 2*time.Second
 	// quorumLossLen is how long the ZooKeeper quorum is lost: well past the
 	// session timeout, which must not expire any session meanwhile.
-	quorumLossLen = 3 * sessionTimeout
+	quorumLossLen = 2 * sessionTimeout
 )
 
 // run is the state of TestNetFaults shared by the faults.
@@ -360,9 +360,10 @@ func loseQuorumFreezeFollower(ctx context.Context, r *run, m kadm.Metadata) (str
 	// Requests in flight when the broker froze may still complete.
 	sleep(ctx, 2*time.Second)
 	from := r.prod.AckedCount()
-	// Longer than replica.lag.time.max.ms (3 s): a leader that dropped the
-	// frozen follower from the ISR without ZooKeeper would ack again.
-	sleep(ctx, 3*sessionTimeout/2+3*time.Second)
+	// Longer than replica.lag.time.max.ms (3 s) plus the time a leader
+	// waits for its ISR write (10 s): a leader that dropped the frozen
+	// follower from the ISR without ZooKeeper would ack again.
+	sleep(ctx, 15*time.Second)
 	acked := r.prod.AckedCount() - from
 	if err := r.c.lab.Heal(); err != nil {
 		return what, err
