@@ -21,8 +21,14 @@ func init() { register(3, 0, 11, handleMetadata) }
 
 const authorizedOpsUnknown = -2147483648
 
+// handleMetadata answers when every earlier request on the connection has
+// been answered (protocol.Response.Late), from the metadata cache as it is then.
 func handleMetadata(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
 	req := r.(*kmsg.MetadataRequest)
+	respond(protocol.Response{Late: func() kmsg.Response { return b.metadata(rc, req) }})
+}
+
+func (b *Broker) metadata(rc *reqCtx, req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	for _, be := range b.meta.liveBrokers() {
 		hp, ok := be.on(rc.identity.Listener)
@@ -122,5 +128,5 @@ func handleMetadata(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	respond(protocol.Response{Msg: resp})
+	return resp
 }

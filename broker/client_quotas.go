@@ -245,13 +245,17 @@ func (b *Broker) withRequestQuota(rc *reqCtx, req kmsg.Request, a api, respond f
 		held     *protocol.Response
 	)
 	send := func(r protocol.Response) {
-		if r.Msg != nil && throttle > 0 {
-			if t, ok := r.Msg.(interface {
-				kmsg.ThrottleResponse
-				kmsg.SetThrottleResponse
-			}); ok {
-				cur, _ := t.Throttle()
-				t.SetThrottle(max(cur, int32(throttle/time.Millisecond)))
+		if throttle > 0 {
+			ms := int32(throttle / time.Millisecond)
+			if r.Msg != nil {
+				raiseThrottle(r.Msg, ms)
+			}
+			if late := r.Late; late != nil {
+				r.Late = func() kmsg.Response {
+					m := late()
+					raiseThrottle(m, ms)
+					return m
+				}
 			}
 		}
 		respond(r)
@@ -306,5 +310,16 @@ func (c quotaCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descQuotaRate, prometheus.GaugeValue, s.Rate, labels...)
 		ch <- prometheus.MustNewConstMetric(descQuotaBound, prometheus.GaugeValue, s.Bound, labels...)
 		ch <- prometheus.MustNewConstMetric(descQuotaThrottle, prometheus.CounterValue, s.Throttle.Seconds(), labels...)
+	}
+}
+
+// raiseThrottle puts at least ms into an answer's throttle_time_ms.
+func raiseThrottle(m kmsg.Response, ms int32) {
+	if t, ok := m.(interface {
+		kmsg.ThrottleResponse
+		kmsg.SetThrottleResponse
+	}); ok {
+		cur, _ := t.Throttle()
+		t.SetThrottle(max(cur, ms))
 	}
 }

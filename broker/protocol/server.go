@@ -26,6 +26,16 @@ type Response struct {
 	// Close closes the connection once this answer is written (a failed SASL
 	// authentication) and reads no further request.
 	Close bool
+	// Late, instead of Msg, computes the answer when it is this request's
+	// turn to be written: once every request read before it on the connection
+	// has been answered. An answer that describes cluster state (Metadata)
+	// is then never older than the answers a pipelining client reads before
+	// it, as with Kafka, which reads a connection's next request only after
+	// answering the last. Computed at read time, a Metadata queued behind a
+	// produce that waited seconds for its acknowledgements named the leaders
+	// of seconds before, and librdkafka moved its partitions back to the old
+	// leader for good.
+	Late func() kmsg.Response
 }
 
 // Handler serves requests. Handle runs on the connection's reader goroutine in
@@ -529,7 +539,10 @@ func (c *Conn) dispatch(s *slot, h Header, req kmsg.Request) (ok bool) {
 
 func (s *slot) finish(r Response) {
 	s.once.Do(func() {
-		s.budget.release(s.reserved)
+		if r.Late == nil {
+			// A late answer keeps the reservation until it is computed.
+			s.release()
+		}
 		if s.frame != nil {
 			putFrame(s.frame)
 			s.frame = nil
@@ -537,6 +550,12 @@ func (s *slot) finish(r Response) {
 		s.resp = r
 		close(s.done)
 	})
+}
+
+// release returns the slot's part of queued.max.request.bytes, once.
+func (s *slot) release() {
+	s.budget.release(s.reserved)
+	s.reserved = 0
 }
 
 func (c *Conn) writeLoop() {
@@ -557,6 +576,9 @@ func (c *Conn) writeLoop() {
 				if s.resp.Body != nil {
 					s.resp.Body.Release()
 				}
+				if s.resp.Late != nil {
+					s.release()
+				}
 			}(s)
 		}
 	}()
@@ -572,6 +594,9 @@ func (c *Conn) writeLoop() {
 				<-s.done
 				if s.resp.Body != nil {
 					s.resp.Body.Release()
+				}
+				if s.resp.Late != nil {
+					s.release()
 				}
 			}(cur)
 		}
@@ -602,6 +627,9 @@ func (c *Conn) writeLoop() {
 			}
 			continue
 		}
+		if s.resp.Late != nil {
+			s.resp.Msg = s.resp.Late()
+		}
 		hdr = AppendResponseHeader(hdr[:0], s.h)
 		body := s.resp.Body
 		if body == nil {
@@ -610,6 +638,10 @@ func (c *Conn) writeLoop() {
 				s.resp.Msg.SetVersion(s.h.Version)
 				body.Bytes(s.resp.Msg.AppendTo(nil))
 			}
+		}
+		if s.resp.Late != nil {
+			s.release()
+			s.resp.Late = nil
 		}
 		cur = nil // writeFrame releases the body, written or not
 		n, err := writeFrame(bw, sf, hdr, body)

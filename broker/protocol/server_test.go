@@ -147,6 +147,51 @@ func TestResponsesInRequestOrder(t *testing.T) {
 	}
 }
 
+// TestLateAnswerSeesEarlierAnswers: an answer given as Late is computed only
+// once the answers of the requests read before it are written, so it sees
+// what those requests changed, however long they took.
+func TestLateAnswerSeesEarlierAnswers(t *testing.T) {
+	var mu sync.Mutex
+	state := int32(1) // the controller, changed by the first request
+	srv := &protocol.Server{Handler: handlerFunc(func(_ context.Context, _ *protocol.Conn, h protocol.Header, req kmsg.Request, respond func(protocol.Response)) {
+		if h.CorrelationID == 1 {
+			go func() { // a produce that waits for its acknowledgements
+				time.Sleep(300 * time.Millisecond)
+				mu.Lock()
+				state = 2
+				mu.Unlock()
+				respond(protocol.Response{Msg: req.ResponseKind()})
+			}()
+			return
+		}
+		respond(protocol.Response{Late: func() kmsg.Response {
+			mu.Lock()
+			defer mu.Unlock()
+			resp := req.ResponseKind().(*kmsg.MetadataResponse)
+			resp.ControllerID = state
+			return resp
+		}})
+	})}
+	c := dial(t, serve(t, srv))
+	c.write(append(frame(metadata(), 1), frame(metadata(), 2)...))
+	for want := int32(1); want <= 2; want++ {
+		corr, body, err := c.read(5 * time.Second)
+		if err != nil || corr != want {
+			t.Fatalf("answer %d: corr %d, %v", want, corr, err)
+		}
+		if corr == 2 {
+			resp := kmsg.NewPtrMetadataResponse()
+			resp.Version = 1
+			if err := resp.ReadFrom(body); err != nil {
+				t.Fatal(err)
+			}
+			if resp.ControllerID != 2 {
+				t.Fatalf("the late answer was computed before the earlier answer (controller %d)", resp.ControllerID)
+			}
+		}
+	}
+}
+
 // TestAnswerBeforeNoneIsFlushed: an answer followed by a request that gets no
 // answer (acks=0 produce), both in one write, reaches the client without waiting
 // for a later request. The first answer is given only once the second request has
