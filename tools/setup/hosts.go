@@ -57,19 +57,32 @@ func (h *HostsSpec) Resolve() {
 	}
 }
 
-// Validate refuses what check would report.
-func (h HostsSpec) Validate() error {
-	if len(h.Hosts) == 0 {
+// checkHostNames refuses an empty list, a name that is not a host name or
+// address, and a host listed twice.
+func checkHostNames(hosts []string) error {
+	if len(hosts) == 0 {
 		return fmt.Errorf("--hosts names no hosts")
 	}
 	seen := map[string]bool{}
-	for _, host := range h.Hosts {
+	for _, host := range hosts {
 		if host == "" || strings.ContainsAny(host, " /:,") {
 			return fmt.Errorf("host %q is not a host name or address", host)
 		}
 		if seen[host] {
 			return fmt.Errorf("host %s is listed twice", host)
 		}
+		seen[host] = true
+	}
+	return nil
+}
+
+// Validate refuses what check would report.
+func (h HostsSpec) Validate() error {
+	if err := checkHostNames(h.Hosts); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, host := range h.Hosts {
 		seen[host] = true
 	}
 	if len(h.Racks) > 0 && len(h.Racks) != len(h.Hosts) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -70,7 +71,11 @@ directory per host: server.properties (broker.id, listeners, advertised name,
 broker.rack from --racks, log.dirs, zookeeper.connect of the ensemble), and on
 the ZooKeeper hosts zoo.cfg with the server.N lines and myid, systemd units for
 the broker and ZooKeeper, and a README.md of the steps; ` + "`ktool cluster check DIR`" + `
-checks such a set.
+checks such a set. On a terminal without --hosts, the first question is
+where the cluster runs; for real machines it then asks for the hosts, racks,
+ZooKeeper hosts, port, data directory and output directory. Without a
+terminal, --racks, --zookeeper-hosts, --broker-port or --data-dir without
+--hosts is an error.
 
 Every question has a flag; a question whose flag is given is not asked.
 With --yes, or without a terminal, nothing is asked: flags and defaults are
@@ -142,6 +147,34 @@ func RunInit(ctx context.Context, o *InitOptions) error {
 		var err error
 		if p, err = newPrompter(o.Factory.IO); err != nil {
 			return err
+		}
+	}
+	if flag := o.hostsOnlyFlag(); flag != "" && !interactive {
+		return cmdutil.Usagef("--%s is for a cluster on real machines: name them with --hosts h1,h2,h3 (without a terminal nothing can be asked)", flag)
+	}
+	if interactive {
+		real := o.hostsOnlyFlag() != ""
+		if !real {
+			where := whereLocal
+			if err := p.chooseWithHelp(&where, "Where will the cluster run?", []string{whereLocal, whereHosts},
+				"A local cluster runs every broker on this machine (ktool cluster up); real machines get one broker each and the files to install there."); err != nil {
+				return err
+			}
+			real = where == whereHosts
+		}
+		if real {
+			if err := o.askHosts(p); err != nil {
+				return err
+			}
+			ok, err := p.confirm(fmt.Sprintf("Write the files of %d brokers under %s?", len(o.Hosts.Hosts), o.Dir), true)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				fmt.Fprintln(o.Factory.IO.Out, "Nothing written.")
+				return nil
+			}
+			return RunInitHosts(o)
 		}
 	}
 	if err := o.resolveZooKeeperFlags(); err != nil {
@@ -620,4 +653,110 @@ func RunInitHosts(o *InitOptions) error {
 	_, err = fmt.Fprintf(o.Factory.IO.Out, "Wrote the files of %d brokers (ZooKeeper on %s) under %s; %s says what to do with them.\n",
 		n, strings.Join(h.ZooKeeperHosts, ", "), o.Dir, filepath.Join(o.Dir, "README.md"))
 	return err
+}
+
+// The answers of "Where will the cluster run?".
+const (
+	whereLocal = "this machine (a local cluster)"
+	whereHosts = "real machines (one broker per host)"
+)
+
+// hostsOnlyFlag names a flag given that only a cluster on real machines
+// uses, or "".
+func (o *InitOptions) hostsOnlyFlag() string {
+	for _, f := range []string{"racks", "zookeeper-hosts", "broker-port", "data-dir"} {
+		if o.Changed(f) {
+			return f
+		}
+	}
+	return ""
+}
+
+// askHosts asks for what --hosts and its companion flags say; a question
+// whose flag was given is not asked.
+func (o *InitOptions) askHosts(p *prompter) error {
+	h := &o.Hosts
+	fmt.Fprintln(o.Factory.IO.Out, "Set up a cluster on real machines: one broker per host, a ZooKeeper ensemble on some of them.")
+	hosts := ""
+	if err := p.input(&hosts, "Hosts, one broker each (names or addresses, comma-separated):",
+		"Broker ids follow this order, from 1. The names must resolve on every host.", func(v string) error {
+			return checkHostNames(splitList(v))
+		}); err != nil {
+		return err
+	}
+	h.Hosts = splitList(hosts)
+	if !o.Changed("racks") {
+		racks := ""
+		if err := p.input(&racks, "Racks, one per host in the same order (empty: no racks):",
+			"broker.rack of each broker: replicas of a partition are placed in different racks.", func(v string) error {
+				if r := splitList(v); len(r) > 0 && len(r) != len(h.Hosts) {
+					return fmt.Errorf("%d racks for %d hosts", len(r), len(h.Hosts))
+				}
+				return nil
+			}); err != nil {
+			return err
+		}
+		h.Racks = splitList(racks)
+	}
+	if !o.Changed("zookeeper-hosts") {
+		zk := strings.Join(h.Hosts[:ensembleSize(len(h.Hosts))], ",")
+		if err := p.input(&zk, "Hosts of the ZooKeeper ensemble (an odd number of them):",
+			"An ensemble of 3 survives the loss of one node, of 5 two.", func(v string) error {
+				zk := splitList(v)
+				if len(zk)%2 == 0 {
+					return errors.New("an odd number of hosts")
+				}
+				for _, z := range zk {
+					if !slices.Contains(h.Hosts, z) {
+						return fmt.Errorf("%s is not one of the hosts", z)
+					}
+				}
+				return nil
+			}); err != nil {
+			return err
+		}
+		h.ZooKeeperHosts = splitList(zk)
+	}
+	if !o.Changed("broker-port") {
+		if err := p.intInput(&h.Port, "Port every broker listens on:", "", func(port int) error {
+			if port < 1 || port > 65535 {
+				return errors.New("a port between 1 and 65535")
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	if !o.Changed("data-dir") {
+		if err := p.input(&h.DataDir, "Data directory on every host (log.dirs; comma-separated for several disks):", "", func(v string) error {
+			if strings.TrimSpace(v) == "" {
+				return errors.New("a directory")
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	if !o.Changed("dir") {
+		if err := p.input(&o.Dir, "Write the files under:", "One directory per host is made in it.", func(v string) error {
+			if strings.TrimSpace(v) == "" {
+				return errors.New("a directory")
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// splitList splits a comma-separated answer, dropping blanks.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -151,6 +151,19 @@ func TestInitWithoutTerminalNeverPrompts(t *testing.T) {
 	}
 }
 
+// Without a terminal, a real-machines flag without --hosts is an error
+// naming --hosts, not a prompt nor a local cluster.
+func TestInitHostsFlagsWithoutTerminal(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "prod")
+	r := runInit(t, false, "--dir", dir, "--racks", "a,b,c")
+	if r.err == nil || !strings.Contains(r.err.Error(), "--racks is for a cluster on real machines: name them with --hosts") {
+		t.Fatalf("init --racks without --hosts or a terminal: %v\n%s", r.err, r.out)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Error("files were written")
+	}
+}
+
 func TestInitRejectsBadAnswers(t *testing.T) {
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

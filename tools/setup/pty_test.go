@@ -206,6 +206,7 @@ func TestInitInteractive(t *testing.T) {
 	const enter = "\r"
 	const line, list = 2, 0
 
+	answer("Where will the cluster run?", list, enter, "run? this machine (a local cluster)")
 	answer("Number of brokers", line, "2"+enter, "Number of brokers: 2")
 	answer("Host the brokers listen on", line, enter, "Host the brokers listen on: 127.0.0.1")
 	answer("Port of broker 0", line, strconv.Itoa(busyPort)+enter, "ports in use")
@@ -244,6 +245,76 @@ func TestInitInteractive(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "cluster.json")); err == nil {
 		t.Fatal("the cluster was started after answering no")
+	}
+}
+
+// TestInitHostsInteractive: without --hosts, on a terminal, init asks
+// whether the cluster runs on real machines and then for the hosts, racks,
+// ensemble, port, data dir and output dir, and writes the per-host set.
+func TestInitHostsInteractive(t *testing.T) {
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	home := t.TempDir()
+	dir := filepath.Join(home, "prod")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, ktoolBin, "cluster", "init", "--broker-port", "19092")
+	cmd.Env = append(os.Environ(), "CI=", "TERM=xterm", "NO_COLOR=1", "KTOOL_CONFIG="+filepath.Join(home, "config.yaml"))
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	scr := &screen{term: tty}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = bytesCopy(scr, tty)
+	}()
+	answer := func(question string, cursorQueries int, keys, confirm string) {
+		t.Helper()
+		scr.prompt(t, question, cursorQueries)
+		for attempt := 1; ; attempt++ {
+			if _, err := tty.Write([]byte(keys)); err != nil {
+				t.Fatal(err)
+			}
+			if scr.wait(confirm, 3*time.Second) {
+				return
+			}
+			if attempt == 3 {
+				t.Fatalf("%q: no %q on the screen after typing %q %d times:\n%s", question, confirm, keys, attempt, scr.String())
+			}
+		}
+	}
+	const enter = "\r"
+	const line = 2
+	// --broker-port was given: it is a real-machines flag, so that is not
+	// asked, nor is the port.
+	answer("Hosts, one broker each", line, "k1,k2,k1"+enter, "listed twice")
+	answer("Hosts, one broker each", line, "k1,k2,k3,k4"+enter, "comma-separated): k1,k2,k3,k4")
+	answer("Racks, one per host", line, "a,b"+enter, "2 racks for 4 hosts")
+	answer("Racks, one per host", line, "a,b,c,a"+enter, "empty: no racks): a,b,c,a")
+	answer("Hosts of the ZooKeeper ensemble", line, enter, "odd number of them): k1,k2,k3")
+	answer("Data directory on every host", line, "/disk1/kafka,/disk2/kafka"+enter, "several disks): /disk1/kafka,/disk2/kafka")
+	answer("Write the files under", line, ""+dir+enter, "files under: "+dir)
+	answer("Write the files of 4 brokers", line, enter, "? Yes")
+	scr.expect(t, "Wrote the files of 4 brokers")
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("init: %v\n%s", err, scr.String())
+	}
+	<-copied
+	props, err := os.ReadFile(filepath.Join(dir, "k4", "server.properties"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"broker.rack=a\n", "listeners=PLAINTEXT://0.0.0.0:19092", "log.dirs=/disk1/kafka,/disk2/kafka\n", "zookeeper.connect=k1:2181,k2:2181,k3:2181"} {
+		if !strings.Contains(string(props), want) {
+			t.Errorf("k4/server.properties lacks %q:\n%s", want, props)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "k3", "myid")); err != nil {
+		t.Error(err)
 	}
 }
 
