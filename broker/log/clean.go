@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -65,9 +66,23 @@ type cleanPlan struct {
 	first      *segment   // the log's first segment, never removed so the log start stays
 	firstDirty int64
 	// uncleanable is where cleaning stops: the active segment, the high
-	// watermark, or the first segment younger than min.compaction.lag.ms.
+	// watermark, the first offset of an open transaction, or the first
+	// segment younger than min.compaction.lag.ms.
 	uncleanable int64
 	lastBatch   map[int64]int64 // producer id -> last offset of its newest batch
+	// aborted are the aborted transactions' offset ranges by producer,
+	// ordered by first offset: their batches go and shadow no key.
+	aborted map[int64][]AbortedTxn
+}
+
+// isAborted reports whether data batch h belongs to an aborted transaction.
+func (p *cleanPlan) isAborted(h batch.Header) bool {
+	if !h.Transactional() || h.Control() {
+		return false
+	}
+	txns := p.aborted[h.ProducerID]
+	i := sort.Search(len(txns), func(i int) bool { return txns[i].FirstOffset > h.BaseOffset })
+	return i > 0 && h.BaseOffset < txns[i-1].LastOffset
 }
 
 func (p *cleanPlan) release() {
@@ -159,6 +174,11 @@ func (l *Log) planClean() (*cleanPlan, error) {
 		firstDirty = l.logStart
 	}
 	uncleanable := min(l.active().base, l.hw)
+	if l.firstUnstable >= 0 {
+		// Undecided transactions are not cleaned, as Kafka: their records
+		// may yet be aborted.
+		uncleanable = min(uncleanable, l.firstUnstable)
+	}
 	p := &cleanPlan{cfg: cfg, now: now, first: l.segs[0], firstDirty: firstDirty}
 	for i, s := range l.segs[:len(l.segs)-1] {
 		cs := cleanSeg{seg: s, files: s.files, idx: s.idx, size: s.size, end: l.segs[i+1].base, ts: segmentTimestamp(s)}
@@ -194,6 +214,15 @@ func (l *Log) planClean() (*cleanPlan, error) {
 	p.lastBatch = make(map[int64]int64, len(l.producers.m))
 	for pid, e := range l.producers.m {
 		p.lastBatch[pid] = e.lastOffset()
+	}
+	p.aborted = make(map[int64][]AbortedTxn)
+	for _, a := range l.aborted {
+		if a.FirstOffset < uncleanable {
+			p.aborted[a.ProducerID] = append(p.aborted[a.ProducerID], a)
+		}
+	}
+	for _, txns := range p.aborted {
+		sort.Slice(txns, func(i, j int) bool { return txns[i].FirstOffset < txns[j].FirstOffset })
 	}
 	for i := range p.segs {
 		f, err := p.segs[i].files.acquire()
@@ -252,7 +281,7 @@ func (l *Log) buildKeyMap(ctx context.Context, p *cleanPlan) (keyMap, int64, err
 			if h.BaseOffset >= p.uncleanable {
 				return keys, end, nil
 			}
-			if h.LastOffset() < p.firstDirty || h.Control() {
+			if h.LastOffset() < p.firstDirty || h.Control() || p.isAborted(h) {
 				continue
 			}
 			err := eachRecord(ctx, p.cfg.Codecs, h, b, func(r batch.Record) error {
@@ -328,11 +357,12 @@ func (p *cleanPlan) filterBatch(ctx context.Context, h batch.Header, b []byte, k
 	if h.BaseOffset >= end || h.Control() {
 		return b, h, 0, nil
 	}
+	aborted := p.isAborted(h)
 	var raw []byte
 	kept := int32(0)
 	maxTs := int64(-1)
 	err := eachRecord(ctx, p.cfg.Codecs, h, b, func(r batch.Record) error {
-		if retain(r, h.BaseOffset+int64(r.OffsetDelta), keys, end, dropTombstones) {
+		if !aborted && retain(r, h.BaseOffset+int64(r.OffsetDelta), keys, end, dropTombstones) {
 			raw = append(raw, r.Raw...)
 			kept++
 			maxTs = max(maxTs, h.FirstTimestamp+r.TimestampDelta)

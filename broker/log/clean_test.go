@@ -40,6 +40,7 @@ type keyedSpec struct {
 	pid          int64
 	epoch        int16
 	seq          int32
+	txn          bool // transactional
 }
 
 func keyed(ts int64, recs ...kv) keyedSpec {
@@ -96,6 +97,9 @@ func keyedBatch(t testing.TB, s keyedSpec) []byte {
 		FirstSequence:   s.seq,
 		NumRecords:      int32(len(s.recs)),
 		Records:         raw,
+	}
+	if s.txn {
+		b.Attributes |= batch.AttrTransactional
 	}
 	out := b.AppendTo(nil)
 	binary.BigEndian.PutUint32(out[batch.OffCRC:], batch.Checksum(out))

@@ -165,8 +165,11 @@
 // region of an old segment keep its file. Open finishes committed swaps from
 // the ranges (or, lacking them, Kafka's rule: the old segments below the
 // swap's last batch), and deletes .cleaned and uncommitted .swap files.
-// Transactions are not tracked by the cleaner: transactional batches are
-// cleaned as others.
+// Transactions: the dirty section also ends at the first offset of an open
+// transaction; records of aborted transactions (the aborted transaction
+// index) go, and shadow no key in the map; committed ones are cleaned as
+// others; markers stay (so replayed producer state closes every
+// transaction), and so do their index entries.
 //
 // # Locking
 //

@@ -3,6 +3,7 @@ package log
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"slices"
 	"testing"
@@ -338,5 +339,78 @@ func TestSnapshotVersion1(t *testing.T) {
 	got, _, err := decodeSnapshot(ps.encodeSnapshot(30))
 	if err != nil || got.m[4].txnFirst != 22 || got.firstUnstable() != 22 {
 		t.Fatalf("version 2 round trip: %+v, %v", got.m[4], err)
+	}
+}
+
+// TestCleanTransactions: the cleaner drops aborted transactions' records
+// without letting them shadow older values, keeps committed ones and the
+// markers, and cleans nothing from the first open transaction on.
+func TestCleanTransactions(t *testing.T) {
+	clock := newClock()
+	cfg := compactConfig()
+	cfg.Now = clock.Now
+	cfg.SegmentBytes = 400
+	l, dir := newLog(t, cfg)
+	now := clock.now.UnixMilli()
+	txnKeyed := func(pid int64, seq int32, recs ...kv) []byte {
+		s := keyed(now, recs...)
+		s.pid, s.epoch, s.seq, s.txn = pid, 0, seq, true
+		return keyedBatch(t, s)
+	}
+	mustAppend(t, l, keyedBatch(t, keyed(now, put("k1", "committed"), put("k3", "before-open"))), 0)
+	mustAppend(t, l, txnKeyed(5, 0, put("k1", "aborted"), put("k4", "aborted-only")), 0)
+	mustMarker(t, l, 5, 0, batch.ControlAbort, 0)
+	mustAppend(t, l, txnKeyed(6, 0, put("k2", "txn-committed")), 0)
+	mustMarker(t, l, 6, 0, batch.ControlCommit, 0)
+	open := mustAppend(t, l, txnKeyed(7, 0, put("k3", "open")), 0).BaseOffset
+	mustAppend(t, l, keyedBatch(t, keyed(now, put("k3", "after-open"))), 0)
+	for i := range 12 {
+		mustAppend(t, l, keyedBatch(t, keyed(now, put(fmt.Sprint("f", i), "filler"))), 0)
+	}
+	l.SetHighWatermark(l.LogEndOffset())
+	wantLSO(t, l, open)
+	res := mustClean(t, l)
+	if res.RecordsRemoved == 0 {
+		t.Fatalf("clean result %+v", res)
+	}
+	recs, hdrs := decodeLog(t, l)
+	values := map[string][]string{}
+	for _, r := range recs {
+		if len(r.key) > 0 && r.key[0] == 'k' {
+			values[r.key] = append(values[r.key], r.value)
+		}
+	}
+	want := map[string][]string{
+		"k1": {"committed"},                         // the aborted value shadowed nothing, and went
+		"k2": {"txn-committed"},                     // committed transactions are cleaned as others
+		"k3": {"before-open", "open", "after-open"}, // nothing is cleaned from the open transaction on
+	}
+	for k, w := range want {
+		if !slices.Equal(values[k], w) {
+			t.Errorf("key %s: %v, want %v", k, values[k], w)
+		}
+	}
+	if v, ok := values["k4"]; ok {
+		t.Errorf("an aborted transaction's record survived: %v", v)
+	}
+	markers := 0
+	for _, h := range hdrs {
+		if h.Control() {
+			markers++
+		}
+	}
+	if markers != 2 {
+		t.Errorf("%d markers after cleaning, want both kept", markers)
+	}
+	wantLSO(t, l, open)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, dir, cfg)
+	defer l.Close()
+	l.SetHighWatermark(l.LogEndOffset())
+	wantLSO(t, l, open)
+	if got := l.AbortedTxns(0, l.LogEndOffset()); len(got) != 1 || got[0].ProducerID != 5 {
+		t.Fatalf("aborted transactions after cleaning and reopening: %+v", got)
 	}
 }
