@@ -755,14 +755,18 @@ func (l *Log) writeCheckpointsLocked() error {
 	return nil
 }
 
-// checkpointsStale reports whether a checkpoint file lags; mu and flushMu are held.
+// checkpointsStale reports whether a checkpoint file lags; mu and flushMu
+// are held. It allocates nothing: the broker asks every partition each second.
 func (l *Log) checkpointsStale() bool {
-	for name, off := range l.checkpointValues() {
-		if old, ok := l.checkpointed[name]; !ok || old != off {
-			return true
-		}
-	}
-	return false
+	return l.checkpointStale(recoveryPointFile, l.recoveryPoint) ||
+		l.checkpointStale(logStartFile, l.logStart) ||
+		l.checkpointStale(highWatermarkFile, l.hw) ||
+		(l.cleanerPoint >= 0 && l.checkpointStale(cleanerCheckpointFile, l.cleanerPoint))
+}
+
+func (l *Log) checkpointStale(name string, off int64) bool {
+	old, ok := l.checkpointed[name]
+	return !ok || old != off
 }
 
 // MaybeFlush flushes when flush.ms has passed since the last flush, when a
