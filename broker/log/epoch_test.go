@@ -91,3 +91,33 @@ func TestFollowerAppendAfterEmptyLeaderEpoch(t *testing.T) {
 		t.Errorf("follower epochs %v, leader's %v", f.epochs.entries, leader.epochs.entries)
 	}
 }
+
+// TestCleanLoadDefersEpochRewrite: a clean load that only drops entries past
+// the log's end (an epoch that wrote nothing) leaves the file as it is, for
+// the next change, flush or Close to rewrite, instead of an fsynced rewrite
+// by every partition at start; the dropped entry stays dropped.
+func TestCleanLoadDefersEpochRewrite(t *testing.T) {
+	cfg := testConfig()
+	l, dir := newLog(t, cfg)
+	l.AssignEpochStart(3, 0)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := dir + "/" + leaderEpochFile
+	if got := readFile(t, path); got != "0\n1\n3 0\n" {
+		t.Fatalf("checkpoint %q", got)
+	}
+	l = openLog(t, dir, cfg)
+	if got := readFile(t, path); got != "0\n1\n3 0\n" {
+		t.Fatalf("checkpoint rewritten by a clean load: %q", got)
+	}
+	if e := l.LatestEpoch(); e != -1 {
+		t.Fatalf("latest epoch %d after the load, want -1 (epoch 3 wrote nothing)", e)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, path); got != "0\n0\n" {
+		t.Fatalf("checkpoint after Close: %q", got)
+	}
+}

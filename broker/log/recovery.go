@@ -41,6 +41,7 @@ func Open(dir string, cfg Config, logger *slog.Logger) (*Log, error) {
 		lastFlush:     cfg.now(),
 		checkpointed:  make(map[string]int64),
 		fds:           cfg.FileCache,
+		snapshotAt:    -1,
 	}
 	if l.fds == nil {
 		l.fds = NewFileCache(privateFileCacheSize)
@@ -165,8 +166,16 @@ func (l *Log) load(clean bool) error {
 	l.epochs.truncateFromEnd(l.leo)
 	l.epochs.truncateFromStart(l.logStart)
 	if !slices.Equal(l.epochs.entries, epochs) {
-		if err := l.writeEpochCheckpoint(); err != nil {
-			return err
+		if recovered {
+			if err := l.writeEpochCheckpoint(); err != nil {
+				return err
+			}
+		} else {
+			// Without a rescan only entries past the log's ends were
+			// dropped, and every load drops them again: the file is
+			// rewritten by the next epoch change, flush or Close instead
+			// of by every partition at start.
+			l.epochsDirty = true
 		}
 	}
 	damagedTxnIndex, err := l.loadTxnIndexes()
@@ -498,6 +507,7 @@ func (l *Log) rebuildProducerState(limit int64) error {
 	if err != nil {
 		return err
 	}
+	l.snapshotAt = from
 	from = max(from, l.segs[0].base)
 	l.dropAborted(-1, from)
 	var rebuilt []AbortedTxn

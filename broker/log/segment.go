@@ -123,6 +123,13 @@ func writeAtPath(path string, b []byte, off int64) error {
 	return errors.Join(err, f.Close())
 }
 
+// indexesSynced reports whether the index files hold idx and tidx, fsynced.
+func (s *segment) indexesSynced(idx []offsetEntry, tidx []timeEntry) bool {
+	s.ixMu.Lock()
+	defer s.ixMu.Unlock()
+	return s.idxOnDisk == len(idx) && s.tidxOnDisk == len(tidx) && !s.ixUnsynced
+}
+
 // setIndexesOnDisk records that the index files hold exactly the segment's
 // entries, fsynced (recovery and the cleaner wrote them so).
 func (s *segment) setIndexesOnDisk() {

@@ -263,6 +263,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.epochs.entries = nil
 	l.mu.Unlock()
 	l.producers = newProducerState()
+	l.snapshotAt = -1
 	l.dropAborted(0, 0)
 	l.publishTxnState()
 	if err := l.syncTxnIndexFiles(); err != nil {
