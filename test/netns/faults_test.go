@@ -76,6 +76,16 @@ func netFaults() []netFault {
 			}, faultLen)
 		}},
 		{"cut a follower from ZooKeeper", cutFollowerFromZooKeeper},
+		// The split Jepsen found in 2013: the clients still reach the leader,
+		// but it reaches neither ZooKeeper nor its followers. It must not
+		// acknowledge anything alone; a follower takes over once its session
+		// expires.
+		{"cut a leader from ZooKeeper and its followers", func(ctx context.Context, r *run, m kadm.Metadata) (string, error) {
+			v := r.leader(m)
+			return brokerName(v, m), r.hold(ctx, func() error {
+				return r.c.lab.Partition(r.c.brokerHosts(v), append(r.c.brokerHosts(r.c.otherBrokers(v)...), r.c.zkHost...))
+			}, faultLen)
+		}},
 		{"one way: leader to followers", func(ctx context.Context, r *run, m kadm.Metadata) (string, error) {
 			v := r.leader(m)
 			return brokerName(v, m), r.hold(ctx, func() error {
