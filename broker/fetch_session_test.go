@@ -11,7 +11,9 @@ import (
 	"github.com/ktoolhq/ktool/broker/replica"
 )
 
-func fetchInfo(hw int64) replica.ReadInfo { return replica.ReadInfo{HighWatermark: hw, LastStableOffset: hw} }
+func fetchInfo(hw int64) replica.ReadInfo {
+	return replica.ReadInfo{HighWatermark: hw, LastStableOffset: hw}
+}
 
 // fetchReq builds a v12 fetch with session id and epoch over partitions of
 // topic t at the given fetch offsets, forgetting forget.
