@@ -10,6 +10,8 @@ package broker
 // v0's in ZooKeeper).
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -24,37 +26,25 @@ func handleOffsetCommit(b *Broker, rc *reqCtx, r kmsg.Request, respond func(prot
 	// Authorization (KafkaApis.handleOffsetCommitRequest): READ on the group
 	// for the whole request, READ on each topic for its partitions.
 	groupDenied := !rc.allowed(b, acl.OpRead, acl.ResourceGroup, req.Group)
-	unknown := map[string]map[int32]int16{} // partitions answered here, with their error
 	known := *req
-	known.Topics = nil
-	for _, t := range req.Topics {
-		kt := t
-		kt.Partitions = nil
-		code := int16(0)
-		switch {
-		case groupDenied:
-			code = kerr.GroupAuthorizationFailed.Code
-		case !rc.allowed(b, acl.OpRead, acl.ResourceTopic, t.Topic):
-			code = kerr.TopicAuthorizationFailed.Code
-		}
-		for _, p := range t.Partitions {
-			if _, ok := b.meta.partition(t.Topic, p.Partition); ok && code == 0 {
-				kt.Partitions = append(kt.Partitions, p)
-				continue
+	var unknown map[string]map[int32]int16
+	known.Topics, unknown = splitCommit(b, req.Topics,
+		func(t kmsg.OffsetCommitRequestTopic) (string, []int32) {
+			return t.Topic, partitionIDs(t.Partitions, func(p kmsg.OffsetCommitRequestTopicPartition) int32 { return p.Partition })
+		},
+		func(t kmsg.OffsetCommitRequestTopic, keep func(int32) bool) kmsg.OffsetCommitRequestTopic {
+			t.Partitions = slices.DeleteFunc(slices.Clone(t.Partitions), func(p kmsg.OffsetCommitRequestTopicPartition) bool { return !keep(p.Partition) })
+			return t
+		},
+		func(topic string) int16 {
+			switch {
+			case groupDenied:
+				return kerr.GroupAuthorizationFailed.Code
+			case !rc.allowed(b, acl.OpRead, acl.ResourceTopic, topic):
+				return kerr.TopicAuthorizationFailed.Code
 			}
-			if unknown[t.Topic] == nil {
-				unknown[t.Topic] = map[int32]int16{}
-			}
-			if code == 0 {
-				unknown[t.Topic][p.Partition] = kerr.UnknownTopicOrPartition.Code
-			} else {
-				unknown[t.Topic][p.Partition] = code
-			}
-		}
-		if len(kt.Partitions) > 0 {
-			known.Topics = append(known.Topics, kt)
-		}
-	}
+			return 0
+		})
 	if len(unknown) == 0 {
 		b.groups.OffsetCommit(rc.ctx, req, func(resp *kmsg.OffsetCommitResponse) { respond(protocol.Response{Msg: resp}) })
 		return
@@ -67,11 +57,7 @@ func handleOffsetCommit(b *Broker, rc *reqCtx, r kmsg.Request, respond func(prot
 			for _, p := range t.Partitions {
 				rp := kmsg.NewOffsetCommitResponseTopicPartition()
 				rp.Partition = p.Partition
-				if c, ok := unknown[t.Topic][p.Partition]; ok {
-					rp.ErrorCode = c
-				} else {
-					rp.ErrorCode = codes[t.Topic][p.Partition]
-				}
+				rp.ErrorCode = commitCode(unknown, codes, t.Topic, p.Partition)
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)
@@ -85,13 +71,60 @@ func handleOffsetCommit(b *Broker, rc *reqCtx, r kmsg.Request, respond func(prot
 	b.groups.OffsetCommit(rc.ctx, &known, func(resp *kmsg.OffsetCommitResponse) {
 		codes := map[string]map[int32]int16{}
 		for _, t := range resp.Topics {
-			if codes[t.Topic] == nil {
-				codes[t.Topic] = map[int32]int16{}
-			}
 			for _, p := range t.Partitions {
-				codes[t.Topic][p.Partition] = p.ErrorCode
+				setCode(codes, t.Topic, p.Partition, p.ErrorCode)
 			}
 		}
 		answer(codes)
 	})
+}
+
+// splitCommit separates the partitions of an (Txn)OffsetCommit answered here
+// (refused by denied, 0 when allowed, or unknown to the metadata:
+// UNKNOWN_TOPIC_OR_PARTITION) from those for the group coordinator: it
+// returns the topics keeping only those, and the codes of the others.
+func splitCommit[T any](b *Broker, topics []T, parts func(T) (string, []int32), keep func(T, func(int32) bool) T, denied func(string) int16) ([]T, map[string]map[int32]int16) {
+	var known []T
+	answered := map[string]map[int32]int16{}
+	for _, t := range topics {
+		topic, ps := parts(t)
+		code := denied(topic)
+		ok := map[int32]bool{}
+		for _, p := range ps {
+			if _, exists := b.meta.partition(topic, p); exists && code == 0 {
+				ok[p] = true
+			} else if code == 0 {
+				setCode(answered, topic, p, kerr.UnknownTopicOrPartition.Code)
+			} else {
+				setCode(answered, topic, p, code)
+			}
+		}
+		if len(ok) > 0 {
+			known = append(known, keep(t, func(p int32) bool { return ok[p] }))
+		}
+	}
+	return known, answered
+}
+
+func partitionIDs[P any](ps []P, id func(P) int32) []int32 {
+	out := make([]int32, len(ps))
+	for i, p := range ps {
+		out[i] = id(p)
+	}
+	return out
+}
+
+func setCode(m map[string]map[int32]int16, topic string, p int32, code int16) {
+	if m[topic] == nil {
+		m[topic] = map[int32]int16{}
+	}
+	m[topic][p] = code
+}
+
+// commitCode is a partition's answer: the code given here, else the coordinator's.
+func commitCode(answered, codes map[string]map[int32]int16, topic string, p int32) int16 {
+	if c, ok := answered[topic][p]; ok {
+		return c
+	}
+	return codes[topic][p]
 }

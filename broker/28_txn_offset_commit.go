@@ -12,6 +12,8 @@ package broker
 // commits or aborts them.
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -30,34 +32,22 @@ func handleTxnOffsetCommit(b *Broker, rc *reqCtx, r kmsg.Request, respond func(p
 	case !rc.allowed(b, acl.OpRead, acl.ResourceGroup, req.Group):
 		denied = kerr.GroupAuthorizationFailed.Code
 	}
-	answered := map[string]map[int32]int16{} // partitions answered here, with their error
 	known := *req
-	known.Topics = nil
-	for _, t := range req.Topics {
-		kt := t
-		kt.Partitions = nil
-		code := denied
-		if code == 0 && !rc.allowed(b, acl.OpRead, acl.ResourceTopic, t.Topic) {
-			code = kerr.TopicAuthorizationFailed.Code
-		}
-		for _, p := range t.Partitions {
-			if _, ok := b.meta.partition(t.Topic, p.Partition); ok && code == 0 {
-				kt.Partitions = append(kt.Partitions, p)
-				continue
+	var answered map[string]map[int32]int16
+	known.Topics, answered = splitCommit(b, req.Topics,
+		func(t kmsg.TxnOffsetCommitRequestTopic) (string, []int32) {
+			return t.Topic, partitionIDs(t.Partitions, func(p kmsg.TxnOffsetCommitRequestTopicPartition) int32 { return p.Partition })
+		},
+		func(t kmsg.TxnOffsetCommitRequestTopic, keep func(int32) bool) kmsg.TxnOffsetCommitRequestTopic {
+			t.Partitions = slices.DeleteFunc(slices.Clone(t.Partitions), func(p kmsg.TxnOffsetCommitRequestTopicPartition) bool { return !keep(p.Partition) })
+			return t
+		},
+		func(topic string) int16 {
+			if denied == 0 && !rc.allowed(b, acl.OpRead, acl.ResourceTopic, topic) {
+				return kerr.TopicAuthorizationFailed.Code
 			}
-			if answered[t.Topic] == nil {
-				answered[t.Topic] = map[int32]int16{}
-			}
-			if code == 0 {
-				answered[t.Topic][p.Partition] = kerr.UnknownTopicOrPartition.Code
-			} else {
-				answered[t.Topic][p.Partition] = code
-			}
-		}
-		if len(kt.Partitions) > 0 {
-			known.Topics = append(known.Topics, kt)
-		}
-	}
+			return denied
+		})
 	answer := func(codes map[string]map[int32]int16) {
 		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 		for _, t := range req.Topics {
@@ -66,11 +56,7 @@ func handleTxnOffsetCommit(b *Broker, rc *reqCtx, r kmsg.Request, respond func(p
 			for _, p := range t.Partitions {
 				rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 				rp.Partition = p.Partition
-				if c, ok := answered[t.Topic][p.Partition]; ok {
-					rp.ErrorCode = c
-				} else {
-					rp.ErrorCode = codes[t.Topic][p.Partition]
-				}
+				rp.ErrorCode = commitCode(answered, codes, t.Topic, p.Partition)
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)
@@ -84,11 +70,8 @@ func handleTxnOffsetCommit(b *Broker, rc *reqCtx, r kmsg.Request, respond func(p
 	b.groups.TxnOffsetCommit(rc.ctx, &known, func(resp *kmsg.TxnOffsetCommitResponse) {
 		codes := map[string]map[int32]int16{}
 		for _, t := range resp.Topics {
-			if codes[t.Topic] == nil {
-				codes[t.Topic] = map[int32]int16{}
-			}
 			for _, p := range t.Partitions {
-				codes[t.Topic][p.Partition] = p.ErrorCode
+				setCode(codes, t.Topic, p.Partition, p.ErrorCode)
 			}
 		}
 		answer(codes)

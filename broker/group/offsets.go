@@ -13,6 +13,13 @@ import (
 // no member id (tools and consumers that assign partitions themselves). The
 // answer comes once the offsets are in the log with acks=all.
 func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest, respond func(*kmsg.OffsetCommitResponse)) {
+	c.commitOffsets(req, nil, respond)
+}
+
+// commitOffsets serves OffsetCommit and, with producer set, TxnOffsetCommit:
+// the group is then created if need be, and the offsets are written as the
+// producer's transactional batch and held pending until its marker (txn.go).
+func (c *Coordinator) commitOffsets(req *kmsg.OffsetCommitRequest, producer *txnProducer, respond func(*kmsg.OffsetCommitResponse)) {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
@@ -41,7 +48,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		}
 		g := s.groups[req.Group]
 		if g == nil {
-			if req.Generation >= 0 {
+			if req.Generation >= 0 && producer == nil {
 				setAll(kerr.IllegalGeneration.Code)
 				out.add(send)
 				return
@@ -49,9 +56,13 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 			g = newGroup(req.Group, s.now())
 			s.groups[g.id] = g
 		}
-		if code := s.validateCommit(g, req); code != 0 {
+		if code := s.validateCommit(g, req, producer != nil); code != 0 {
 			setAll(code)
 			out.add(send)
+			return
+		}
+		if producer != nil {
+			s.storeOffsets(out, g, req, resp, producer, send)
 			return
 		}
 		switch g.state {
@@ -63,11 +74,13 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 			m := g.members[req.MemberID]
 			s.scheduleHeartbeat(g, m, m.sessionTimeout)
 		}
-		s.storeOffsets(out, g, req, resp, send)
+		s.storeOffsets(out, g, req, resp, nil, send)
 	})
 }
 
-func (s *shard) validateCommit(g *group, req *kmsg.OffsetCommitRequest) int16 {
+// validateCommit checks a commit against the group; a transactional one
+// (Kafka's rule) needs no member when it names none.
+func (s *shard) validateCommit(g *group, req *kmsg.OffsetCommitRequest, transactional bool) int16 {
 	switch {
 	case g.state == stateDead:
 		return kerr.CoordinatorNotAvailable.Code
@@ -80,14 +93,14 @@ func (s *shard) validateCommit(g *group, req *kmsg.OffsetCommitRequest) int16 {
 		case req.Generation != g.generation:
 			return kerr.IllegalGeneration.Code
 		}
-	case g.state != stateEmpty:
+	case g.state != stateEmpty && !transactional:
 		// Only members commit to a group that has members.
 		return kerr.UnknownMemberID.Code
 	}
 	return 0
 }
 
-func (s *shard) storeOffsets(out *outbox, g *group, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, send func()) {
+func (s *shard) storeOffsets(out *outbox, g *group, req *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, producer *txnProducer, send func()) {
 	now := s.now().UnixMilli()
 	type pos struct{ t, p int }
 	var recs []record
@@ -122,13 +135,20 @@ func (s *shard) storeOffsets(out *outbox, g *group, req *kmsg.OffsetCommitReques
 		out.add(send)
 		return
 	}
-	s.appendRecords(out, recs, func(out *outbox, current bool, err error) {
-		if err != nil {
+	s.appendRecordsFor(out, recs, producer, func(out *outbox, current bool, base int64, err error) {
+		switch {
+		case err != nil:
 			code := commitErrorCode(err)
 			for _, w := range where {
 				resp.Topics[w.t].Partitions[w.p].ErrorCode = code
 			}
-		} else if current && s.groups[g.id] == g {
+		case !current || s.groups[g.id] != g:
+		case producer != nil:
+			for i, tp := range tps {
+				g.addPending(producer.id, tp, pendingOffset{e: entries[i], at: base + int64(i)})
+			}
+			s.noteTxnGroup(producer.id, g.id)
+		default:
 			for i, tp := range tps {
 				g.offsets[tp] = entries[i]
 			}

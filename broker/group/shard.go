@@ -416,12 +416,18 @@ func (w *writer) failQueued() {
 // the append is durable or has failed; current says whether the shard is still
 // in the same leadership term. Called with the shard lock held.
 func (s *shard) appendRecords(out *outbox, recs []record, done func(out *outbox, current bool, err error)) {
+	s.appendRecordsFor(out, recs, nil, func(out *outbox, current bool, _ int64, err error) { done(out, current, err) })
+}
+
+// appendRecordsFor is appendRecords for producer's transactional batch
+// (producer nil: a plain one); done also gets the batch's base offset.
+func (s *shard) appendRecordsFor(out *outbox, recs []record, producer *txnProducer, done func(out *outbox, current bool, base int64, err error)) {
 	if s.w == nil {
-		done(out, true, kerr.NotCoordinator)
+		done(out, true, -1, kerr.NotCoordinator)
 		return
 	}
 	term := s.term
-	s.w.submit(&writeReq{recs: recs, done: func(_ int64, err error) {
-		s.run(func(out *outbox) { done(out, s.term == term, err) })
+	s.w.submit(&writeReq{recs: recs, producer: producer, done: func(base int64, err error) {
+		s.run(func(out *outbox) { done(out, s.term == term, base, err) })
 	}})
 }

@@ -71,119 +71,44 @@ func buildTxnBatch(recs []record, now time.Time, p txnProducer) []byte {
 // like an OffsetCommit. The answer comes once the batch is in the log with
 // acks=all; the offsets stay pending until the transaction's marker.
 func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest, respond func(*kmsg.TxnOffsetCommitResponse)) {
-	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	oc := kmsg.NewPtrOffsetCommitRequest()
+	oc.Version = 8 // no per-partition timestamp, no retention
+	oc.Group, oc.Generation, oc.MemberID, oc.InstanceID = req.Group, req.Generation, req.MemberID, req.InstanceID
 	for _, t := range req.Topics {
-		rt := kmsg.NewTxnOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
+		ot := kmsg.NewOffsetCommitRequestTopic()
+		ot.Topic = t.Topic
 		for _, p := range t.Partitions {
-			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-			rp.Partition = p.Partition
-			rt.Partitions = append(rt.Partitions, rp)
+			op := kmsg.NewOffsetCommitRequestTopicPartition()
+			op.Partition, op.Offset, op.LeaderEpoch, op.Metadata = p.Partition, p.Offset, p.LeaderEpoch, p.Metadata
+			ot.Partitions = append(ot.Partitions, op)
 		}
-		resp.Topics = append(resp.Topics, rt)
+		oc.Topics = append(oc.Topics, ot)
 	}
-	setAll := func(code int16) {
-		for i := range resp.Topics {
-			for j := range resp.Topics[i].Partitions {
-				resp.Topics[i].Partitions[j].ErrorCode = code
+	answer := func(r *kmsg.OffsetCommitResponse) {
+		resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+		for _, t := range r.Topics {
+			rt := kmsg.NewTxnOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rt.Partitions = append(rt.Partitions, kmsg.TxnOffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: p.ErrorCode})
 			}
+			resp.Topics = append(resp.Topics, rt)
 		}
+		respond(resp)
 	}
-	send := func() { respond(resp) }
 	if req.ProducerID < 0 || req.ProducerEpoch < 0 {
-		setAll(kerr.InvalidProducerEpoch.Code)
-		send()
+		r := oc.ResponseKind().(*kmsg.OffsetCommitResponse)
+		for _, t := range oc.Topics {
+			rt := kmsg.OffsetCommitResponseTopic{Topic: t.Topic}
+			for _, p := range t.Partitions {
+				rt.Partitions = append(rt.Partitions, kmsg.OffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: kerr.InvalidProducerEpoch.Code})
+			}
+			r.Topics = append(r.Topics, rt)
+		}
+		answer(r)
 		return
 	}
-	s := c.shardFor(req.Group)
-	s.run(func(out *outbox) {
-		if code := s.servable(); code != 0 {
-			setAll(code)
-			out.add(send)
-			return
-		}
-		g := s.groups[req.Group]
-		if g == nil {
-			g = newGroup(req.Group, s.now())
-			s.groups[g.id] = g
-		}
-		var code int16
-		switch {
-		case g.state == stateDead:
-			code = kerr.CoordinatorNotAvailable.Code
-		case req.Generation >= 0 || req.MemberID != "" || req.InstanceID != nil:
-			switch {
-			case g.staticFenced(req.MemberID, req.InstanceID):
-				code = kerr.FencedInstanceID.Code
-			case g.members[req.MemberID] == nil:
-				code = kerr.UnknownMemberID.Code
-			case req.Generation != g.generation:
-				code = kerr.IllegalGeneration.Code
-			}
-		}
-		if code != 0 {
-			setAll(code)
-			out.add(send)
-			return
-		}
-		s.storeTxnOffsets(out, g, req, resp, send)
-	})
-}
-
-func (s *shard) storeTxnOffsets(out *outbox, g *group, req *kmsg.TxnOffsetCommitRequest, resp *kmsg.TxnOffsetCommitResponse, send func()) {
-	now := s.now().UnixMilli()
-	type pos struct{ t, p int }
-	var recs []record
-	var entries []offsetEntry
-	var tps []topicPartition
-	var where []pos
-	for ti, t := range req.Topics {
-		for pi, p := range t.Partitions {
-			md := ""
-			if p.Metadata != nil {
-				md = *p.Metadata
-			}
-			if len(md) > s.c.cfg.MaxMetadataSize {
-				resp.Topics[ti].Partitions[pi].ErrorCode = kerr.OffsetMetadataTooLarge.Code
-				continue
-			}
-			e := offsetEntry{offset: p.Offset, leaderEpoch: p.LeaderEpoch, metadata: md, commitAt: now, expireAt: -1}
-			tp := topicPartition{t.Topic, p.Partition}
-			recs = append(recs, record{offsetKey(g.id, tp), offsetValue(e)})
-			entries = append(entries, e)
-			tps = append(tps, tp)
-			where = append(where, pos{ti, pi})
-		}
-	}
-	if len(recs) == 0 {
-		out.add(send)
-		return
-	}
-	if s.w == nil {
-		for _, w := range where {
-			resp.Topics[w.t].Partitions[w.p].ErrorCode = kerr.NotCoordinator.Code
-		}
-		out.add(send)
-		return
-	}
-	term := s.term
-	p := txnProducer{id: req.ProducerID, epoch: req.ProducerEpoch}
-	s.w.submit(&writeReq{recs: recs, producer: &p, done: func(base int64, err error) {
-		s.run(func(out *outbox) {
-			if err != nil {
-				code := commitErrorCode(err)
-				for _, w := range where {
-					resp.Topics[w.t].Partitions[w.p].ErrorCode = code
-				}
-			} else if s.term == term && s.groups[g.id] == g {
-				for i, tp := range tps {
-					g.addPending(p.id, tp, pendingOffset{e: entries[i], at: base + int64(i)})
-				}
-				s.noteTxnGroup(p.id, g.id)
-			}
-			out.add(send)
-		})
-	}})
+	c.commitOffsets(oc, &txnProducer{id: req.ProducerID, epoch: req.ProducerEpoch}, answer)
 }
 
 func (g *group) addPending(pid int64, tp topicPartition, po pendingOffset) {
