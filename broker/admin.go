@@ -166,6 +166,18 @@ func (b *Broker) writeTopic(ctx context.Context, spec topicSpec) error {
 	if err := b.checkTopicCollision(ctx, spec.Name); err != nil {
 		return err
 	}
+	id, err := zkdata.RandomUUID()
+	if err != nil {
+		return err
+	}
+	data := zkdata.EncodeTopicAssignment(zkdata.TopicAssignment{Partitions: spec.Assignment, TopicID: id})
+	if err := coord.CheckWriteSize(coord.CreateOp(zkdata.TopicPath(spec.Name), data, coord.Persistent), 0); err != nil {
+		// One znode holds a topic's whole assignment, as in Kafka: ZooKeeper's
+		// 1 MiB jute.maxbuffer bounds the partitions of one topic (about
+		// 60,000 at RF=3).
+		return fmt.Errorf("%w: the assignment of %d partitions is %d bytes, more than ZooKeeper's jute.maxbuffer (%d): %v",
+			kerr.InvalidPartitions, len(spec.Assignment), len(data), coord.MaxRequestBytes, err)
+	}
 	cfgPath := zkdata.ConfigTopicPath(spec.Name)
 	if _, err := s.CreateAll(ctx, cfgPath, zkdata.EncodeConfig(spec.Configs), coord.Persistent); errors.Is(err, coord.ErrNodeExists) {
 		if _, err := s.Set(ctx, cfgPath, zkdata.EncodeConfig(spec.Configs), -1); err != nil {
@@ -175,11 +187,6 @@ func (b *Broker) writeTopic(ctx context.Context, spec topicSpec) error {
 		return err
 	}
 	b.setTopicOverrides(spec.Name, spec.Configs)
-	id, err := zkdata.RandomUUID()
-	if err != nil {
-		return err
-	}
-	data := zkdata.EncodeTopicAssignment(zkdata.TopicAssignment{Partitions: spec.Assignment, TopicID: id})
 	if _, err := s.CreateAll(ctx, zkdata.TopicPath(spec.Name), data, coord.Persistent); err != nil {
 		if errors.Is(err, coord.ErrNodeExists) {
 			return fmt.Errorf("%w: topic %q already exists", kerr.TopicAlreadyExists, spec.Name)

@@ -65,6 +65,15 @@ func CheckMultiSize(ops []Op, prefixLen int) error {
 	return nil
 }
 
+// CheckWriteSize refuses a single create or set of data at path too large
+// for a ZooKeeper server (the znode data limit is the same jute.maxbuffer).
+func CheckWriteSize(op Op, prefixLen int) error {
+	if n := requestHeaderSize + OpBytes(op, prefixLen) - multiHeaderBytes; n > MaxRequestBytes {
+		return fmt.Errorf("%w: %s %s is %d bytes, the limit is %d", ErrRequestTooLarge, op.Type, op.Path, n, MaxRequestBytes)
+	}
+	return nil
+}
+
 // Span is ops[Start:End] of a split.
 type Span struct{ Start, End int }
 

@@ -58,6 +58,12 @@ func (c *session) Close() error {
 // resolves it into the change to journal (nil for a check).
 func (c *session) prepare(op coord.Op) (*txnOp, error) {
 	t := c.srv.tree
+	if op.Type == coord.OpCreate || op.Type == coord.OpSet {
+		// ZooKeeper's limit on a znode's data (jute.maxbuffer), kept here too.
+		if err := coord.CheckWriteSize(op, 0); err != nil {
+			return nil, err
+		}
+	}
 	switch op.Type {
 	case coord.OpCreate:
 		if !op.Mode.Valid() {

@@ -232,6 +232,9 @@ func (s *store) Create(ctx context.Context, path string, data []byte, mode coord
 	if err := coord.ValidatePath(path, mode.IsSequential()); err != nil {
 		return "", err
 	}
+	if err := coord.CheckWriteSize(coord.CreateOp(path, data, mode), len(s.chroot)); err != nil {
+		return "", err
+	}
 	var name string
 	err = s.call(ctx, "create", path, func() error {
 		var err error
@@ -372,6 +375,9 @@ func (s *store) ChildrenW(ctx context.Context, path string) ([]string, coord.Sta
 
 func (s *store) Set(ctx context.Context, path string, data []byte, version int32) (coord.Stat, error) {
 	if err := coord.ValidatePath(path, false); err != nil {
+		return coord.Stat{}, err
+	}
+	if err := coord.CheckWriteSize(coord.SetOp(path, data, version), len(s.chroot)); err != nil {
 		return coord.Stat{}, err
 	}
 	var st *zk.Stat
