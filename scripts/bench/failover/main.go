@@ -140,12 +140,13 @@ func runWait(ctx context.Context, args []string) error {
 	if *brokers == "" || *topic == "" || *partitions <= 0 {
 		return errors.New("wait: --brokers, --topic and --partitions are required")
 	}
-	return waitTopic(ctx, strings.Split(*brokers, ","), *topic, *partitions, *live, *timeout)
+	return waitTopic(ctx, strings.Split(*brokers, ","), *topic, *partitions, *live, false, *timeout)
 }
 
 // waitTopic waits until live brokers are registered and every partition of
-// topic has a leader, ISR == replicas and a leader answering ListOffsets.
-func waitTopic(ctx context.Context, brokers []string, topic string, partitions, live int, timeout time.Duration) error {
+// topic has a leader (its preferred replica, with preferred, in the metadata
+// of every broker), ISR == replicas and a leader answering ListOffsets.
+func waitTopic(ctx context.Context, brokers []string, topic string, partitions, live int, preferred bool, timeout time.Duration) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		return err
@@ -169,6 +170,24 @@ func waitTopic(ctx context.Context, brokers []string, topic string, partitions, 
 		for _, p := range ps {
 			if p.Leader < 0 || !sameSet(p.ISR, p.Replicas) {
 				return fmt.Errorf("partition %d: leader %d, isr %v, replicas %v", p.Partition, p.Leader, p.ISR, p.Replicas)
+			}
+		}
+		if preferred {
+			for _, b := range m.Brokers {
+				id := b.NodeID
+				bm, err := metadata(ctx, cl, &id, topic)
+				if err != nil {
+					return fmt.Errorf("metadata of broker %d: %w", id, err)
+				}
+				bps, err := topicPartitions(bm, topic)
+				if err != nil {
+					return err
+				}
+				for _, p := range bps {
+					if len(p.Replicas) == 0 || p.Leader != p.Replicas[0] {
+						return fmt.Errorf("broker %d: partition %d led by %d, not its preferred replica", id, p.Partition, p.Leader)
+					}
+				}
 			}
 		}
 		return allServing(ctx, cl, topic, partitions)
