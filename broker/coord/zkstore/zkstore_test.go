@@ -334,15 +334,21 @@ func TestServerRestartKeepsSession(t *testing.T) {
 }
 
 // multiAt builds check ops on existing znodes whose multi request is exactly
-// size bytes under chroot: checks of /big, and one of a znode whose name
-// length makes up the rest (created here).
+// size bytes under chroot: checks of a child of /big, and one of a znode whose
+// name length makes up the rest (created here).
 func multiAt(t *testing.T, ctx context.Context, s coord.Store, chroot string, size int) []coord.Op {
 	t.Helper()
-	var ops []coord.Op
-	for coord.MultiBytes(ops, len(chroot))+coord.OpBytes(coord.CheckOp("/big", -1), len(chroot))+300 < size {
-		ops = append(ops, coord.CheckOp("/big", -1))
+	// Checks of a znode with a long name: about a thousand ops, which a loaded
+	// server still answers quickly.
+	long := "/big/" + strings.Repeat("n", 900)
+	if _, err := s.Create(ctx, long, nil, coord.Persistent); err != nil && !errors.Is(err, coord.ErrNodeExists) {
+		t.Fatal(err)
 	}
-	pad := "/p"
+	var ops []coord.Op
+	for coord.MultiBytes(ops, len(chroot))+coord.OpBytes(coord.CheckOp(long, -1), len(chroot))+1200 < size {
+		ops = append(ops, coord.CheckOp(long, -1))
+	}
+	pad := "/p" + strings.Repeat("x", 200)
 	last := coord.CheckOp(pad, -1)
 	for coord.MultiBytes(append(ops, last), len(chroot)) < size {
 		pad += "x"
