@@ -86,6 +86,13 @@ go test -count=1 -timeout 15m ./...
 say "cluster bench, short (1,000 partitions, 1 round)"
 scripts/bench/cluster.sh --skip-throughput -f 1000 -r 1 --idle-seconds 2
 
+# The short version of the A/B benches (README "Performance: A/B benches"): a
+# few seconds of each mode, ktool against kfake, durable mode against dd,
+# consume against loopback, the acks=all tail on 3 brokers; figures printed,
+# not judged.
+say "A/B benches, short"
+scripts/bench/ab.sh short
+
 fuzztime=${KTOOL_FUZZTIME:-5s}
 say "fuzz (${fuzztime} each)"
 # Every target runs, whatever the others do; a failing one prints its whole

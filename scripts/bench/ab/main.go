@@ -5,6 +5,8 @@
 //
 //	ab kfake     produce and consume, ktool (on disk) against kfake (in memory)
 //	ab durable   produce with flush.messages=1 against dd with fdatasync
+//	ab consume   consume at 1 KiB against loopback TCP bandwidth, 1 and 2 consumer processes
+//	ab tail      acks=all latency percentiles at a fraction of the maximum rate on given brokers
 //
 // Each mode runs rounds; in a round every side is measured once, in turn, so
 // that the machine's load falls on both alike. The ratio reported is the
@@ -33,11 +35,15 @@ func main() {
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: ab kfake|durable [flags]")
+		return errors.New("usage: ab kfake|durable|consume|tail [flags]")
 	}
 	modes := map[string]func(context.Context, []string, io.Writer, io.Writer) error{
 		"kfake":   runKfake,
 		"durable": runDurable,
+		"tail":    runTail,
+		"consume": runConsume,
+		// one consumer process of "consume"
+		"consume-child": runConsumeChild,
 	}
 	f, ok := modes[args[0]]
 	if !ok {

@@ -35,7 +35,7 @@ func (s shape) String() string {
 
 type produced struct {
 	recordsPerSec, mbPerSec float64
-	p50, p99, max           time.Duration
+	p50, p99, p999, max     time.Duration
 }
 
 func ackOpt(acks string) (kgo.Opt, bool, error) {
@@ -144,7 +144,7 @@ func produce(ctx context.Context, addr, topic string, s shape) (produced, error)
 	return produced{
 		recordsPerSec: float64(s.count) / elapsed.Seconds(),
 		mbPerSec:      float64(s.count) * float64(s.size) / (1 << 20) / elapsed.Seconds(),
-		p50:           us(50), p99: us(99), max: time.Duration(hist.Max()) * time.Microsecond,
+		p50:           us(50), p99: us(99), p999: us(99.9), max: time.Duration(hist.Max()) * time.Microsecond,
 	}, nil
 }
 
@@ -253,4 +253,33 @@ func median(xs []float64) float64 {
 		return xs[n/2]
 	}
 	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
+// recordsIn is the number of offsets in the given partitions of topic (end
+// minus start offset).
+func recordsIn(ctx context.Context, addr, topic string, parts []int32) (int, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range parts {
+		e, ok1 := ends.Lookup(topic, p)
+		s, ok2 := starts.Lookup(topic, p)
+		if !ok1 || !ok2 || e.Err != nil || s.Err != nil {
+			return 0, fmt.Errorf("offsets of %s/%d: %v %v", topic, p, e.Err, s.Err)
+		}
+		n += int(e.Offset - s.Offset)
+	}
+	return n, nil
 }
