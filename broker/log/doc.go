@@ -47,7 +47,9 @@
 //     int64, one per ABORT marker in the segment, in marker order; no file
 //     when there are none. Rebuilt by the producer-state replay of recovery,
 //     deleted with its segment.
-//   - .kafka_cleanshutdown: written by Close, removed by Open.
+//   - .kafka_cleanshutdown: created by Close once everything it vouches for
+//     is on stable storage (without an fsync of its own: a lost marker only
+//     costs a recovery), removed by Open (with a directory fsync).
 //   - While the cleaner swaps segments in: %020d.log.cleaned (and .index,
 //     .timeindex) for a rewritten segment being written, the same names with
 //     .swap once it is committed, and cleaner-swap-ranges ("0", the count,
@@ -118,8 +120,13 @@
 // record count) or overlapping batch cuts the segment there and deletes
 // all later segments, and the indexes are rebuilt. Segments whose index files
 // are missing or inconsistent are rescanned as well, even after a clean
-// shutdown. Leader epochs are truncated to the recovered end; producer state
-// is the newest snapshot at or below it plus a replay of the batches after.
+// shutdown. Leader epochs are truncated to the recovered end (after a clean
+// load that only drops entries past the end, the file is rewritten by the
+// next change, flush or Close); producer state is the newest snapshot at or
+// below it plus a replay of the batches after. Close of a log written to
+// since its last flush flushes and snapshots it; of one that was not, it
+// only rewrites changed checkpoints, and no snapshot when the one on disk is
+// at the LEO.
 //
 // # Retention
 //
