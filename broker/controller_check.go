@@ -534,38 +534,43 @@ func (b *Broker) verifyRegistration(ctx context.Context, id int32, epoch int64) 
 
 // verifyChangedPartitions checks the partitions whose leader or leader epoch an
 // UpdateMetadata changes (or adds) against their state znodes, so a forged one
-// cannot send clients to the wrong leader. Unchanged partitions cost nothing;
-// the reads run storeReads at a time.
+// cannot send clients to the wrong leader. A state older than the store's (a
+// lower leader epoch) is the controller's own, overtaken while it was queued
+// during a failover: the store's state takes its place, since refusing the
+// request would leave a restarted broker without the controller's full view.
+// A different leader at the same epoch, or an epoch the store has not reached,
+// is refused. Unchanged partitions cost nothing; the reads run storeReads at a
+// time.
 func (b *Broker) verifyChangedPartitions(ctx context.Context, req *kmsg.UpdateMetadataRequest) error {
 	type change struct {
-		topic               string
-		partition           int32
-		leader, leaderEpoch int32
+		topic string
+		p     *kmsg.UpdateMetadataRequestTopicPartition
 	}
 	var changed []change
-	add := func(topic string, p kmsg.UpdateMetadataRequestTopicPartition) {
+	add := func(topic string, p *kmsg.UpdateMetadataRequestTopicPartition) {
 		if p.Leader == leaderDuringDelete {
 			return // a topic dropped: checked against the store by verifyUpdateMetadata
 		}
 		if pm, ok := b.meta.partition(topic, p.Partition); ok && pm.Leader == p.Leader && pm.LeaderEpoch == p.LeaderEpoch {
 			return
 		}
-		changed = append(changed, change{topic, p.Partition, p.Leader, p.LeaderEpoch})
+		changed = append(changed, change{topic, p})
 	}
-	for _, p := range req.PartitionStates {
-		add(p.Topic, p)
+	for i := range req.PartitionStates {
+		add(req.PartitionStates[i].Topic, &req.PartitionStates[i])
 	}
-	for _, t := range req.TopicStates {
-		for _, p := range t.PartitionStates {
-			add(t.Topic, p)
+	for i := range req.TopicStates {
+		t := &req.TopicStates[i]
+		for j := range t.PartitionStates {
+			add(t.Topic, &t.PartitionStates[j])
 		}
 	}
 	errs := make([]error, len(changed))
 	sem := make(chan struct{}, storeReads)
 	var wg sync.WaitGroup
 	for i, c := range changed {
-		if validateTopicName(c.topic) != nil || c.partition < 0 {
-			errs[i] = fmt.Errorf("%w: partition %s-%d", kerr.InvalidRequest, c.topic, c.partition)
+		if validateTopicName(c.topic) != nil || c.p.Partition < 0 {
+			errs[i] = fmt.Errorf("%w: partition %s-%d", kerr.InvalidRequest, c.topic, c.p.Partition)
 			continue
 		}
 		wg.Add(1)
@@ -573,11 +578,11 @@ func (b *Broker) verifyChangedPartitions(ctx context.Context, req *kmsg.UpdateMe
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			data, st, err := b.Store().Get(ctx, zkdata.PartitionStatePath(c.topic, c.partition))
+			data, st, err := b.Store().Get(ctx, zkdata.PartitionStatePath(c.topic, c.p.Partition))
 			switch {
 			case errors.Is(err, coord.ErrNoNode):
-				if c.leader != -1 || c.leaderEpoch != -1 {
-					errs[i] = fmt.Errorf("%w: %s-%d has no state in the store", kerr.InvalidRequest, c.topic, c.partition)
+				if c.p.Leader != -1 || c.p.LeaderEpoch != -1 {
+					errs[i] = fmt.Errorf("%w: %s-%d has no state in the store", kerr.InvalidRequest, c.topic, c.p.Partition)
 				}
 				return
 			case err != nil:
@@ -589,9 +594,13 @@ func (b *Broker) verifyChangedPartitions(ctx context.Context, req *kmsg.UpdateMe
 				errs[i] = fmt.Errorf("%w: %v", errStoreUnavailable, err)
 				return
 			}
-			if li.Leader != c.leader || li.LeaderEpoch != c.leaderEpoch {
+			switch {
+			case li.LeaderEpoch > c.p.LeaderEpoch:
+				c.p.Leader, c.p.LeaderEpoch, c.p.ISR, c.p.ZKVersion = li.Leader, li.LeaderEpoch, li.ISR, li.ZkVersion
+				c.p.ControllerEpoch = li.ControllerEpoch
+			case li.Leader != c.p.Leader || li.LeaderEpoch != c.p.LeaderEpoch:
 				errs[i] = fmt.Errorf("%w: %s-%d leader %d epoch %d, the store has leader %d epoch %d", kerr.InvalidRequest,
-					c.topic, c.partition, c.leader, c.leaderEpoch, li.Leader, li.LeaderEpoch)
+					c.topic, c.p.Partition, c.p.Leader, c.p.LeaderEpoch, li.Leader, li.LeaderEpoch)
 			}
 		}()
 	}

@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -92,5 +93,101 @@ func TestRestartedBrokerIgnoresItsPredecessorsRequests(t *testing.T) {
 	case <-restarted:
 	case <-time.After(30 * time.Second):
 		t.Fatal("broker 1 did not register after its predecessor's registration went")
+	}
+}
+
+// TestStaleUpdateMetadataTakesTheStoresState: an UpdateMetadata from the
+// controller naming a partition state older than the store's (queued before an
+// election it then wrote) is applied with the store's state in its place, not
+// refused: refused, a restarted broker never got the controller's full view
+// and answered Metadata with part of a topic's partitions.
+func TestStaleUpdateMetadataTakesTheStoresState(t *testing.T) {
+	c := brokertest.NewCluster(t, 2)
+	ctx := context.Background()
+	if _, err := c.Admin().CreateTopic(ctx, 2, 2, nil, "stale"); err != nil {
+		t.Fatal(err)
+	}
+	s := c.Broker(0).Store()
+	var li zkdata.LeaderIsr
+	brokertest.Eventually(t, 10*time.Second, func() error {
+		data, st, err := s.Get(ctx, zkdata.PartitionStatePath("stale", 0))
+		if err != nil {
+			return err
+		}
+		li, err = zkdata.DecodeLeaderIsr(data, st.Version)
+		return err
+	})
+	other := int32(1 - li.Leader)
+	ctrl, _, err := s.Get(ctx, zkdata.ControllerPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := zkdata.DecodeController(ctrl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ce, _, err := s.Get(ctx, zkdata.ControllerEpochPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoch, err := zkdata.DecodeControllerEpoch(ce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, reg, err := s.Get(ctx, zkdata.BrokerPath(other))
+	if err != nil {
+		t.Fatal(err)
+	}
+	um := kmsg.NewPtrUpdateMetadataRequest()
+	um.Version, um.ControllerID, um.ControllerEpoch, um.BrokerEpoch = 7, ci.BrokerID, epoch, reg.Czxid
+	for _, id := range []int32{0, 1} {
+		host, port, err := net.SplitHostPort(c.Broker(id).Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p int
+		if _, err := fmt.Sscan(port, &p); err != nil {
+			t.Fatal(err)
+		}
+		lb := kmsg.NewUpdateMetadataRequestLiveBroker()
+		lb.ID = id
+		ep := kmsg.NewUpdateMetadataRequestLiveBrokerEndpoint()
+		ep.Host, ep.Port, ep.ListenerName = host, int32(p), "PLAINTEXT"
+		lb.Endpoints = []kmsg.UpdateMetadataRequestLiveBrokerEndpoint{ep}
+		um.LiveBrokers = append(um.LiveBrokers, lb)
+	}
+	ts := kmsg.NewUpdateMetadataRequestTopicState()
+	ts.Topic = "stale"
+	ps := kmsg.NewUpdateMetadataRequestTopicPartition()
+	// Led by the other broker at an epoch before the store's.
+	ps.Topic, ps.Partition, ps.Leader, ps.LeaderEpoch, ps.Replicas, ps.ISR = "stale", 0, other, li.LeaderEpoch-1, []int32{0, 1}, []int32{other}
+	ts.PartitionStates = []kmsg.UpdateMetadataRequestTopicPartition{ps}
+	um.TopicStates = []kmsg.UpdateMetadataRequestTopicState{ts}
+	cl := &protocol.Client{Addr: c.Broker(other).Addr()}
+	defer cl.Close()
+	resp, err := cl.Request(ctx, um)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.(*kmsg.UpdateMetadataResponse).ErrorCode; code != 0 {
+		t.Fatalf("a stale UpdateMetadata from the controller: %v", kerr.ErrorForCode(code))
+	}
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 9
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr("stale")
+	md.Topics = append(md.Topics, mt)
+	mr, err := cl.Request(ctx, md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mr.(*kmsg.MetadataResponse)
+	if len(m.Topics) != 1 || len(m.Topics[0].Partitions) != 2 {
+		t.Fatalf("metadata of stale after the update: %+v", m.Topics)
+	}
+	for _, p := range m.Topics[0].Partitions {
+		if p.Partition == 0 && (p.Leader != li.Leader || p.LeaderEpoch != li.LeaderEpoch) {
+			t.Fatalf("stale-0 led by %d at epoch %d, the store has %d at %d", p.Leader, p.LeaderEpoch, li.Leader, li.LeaderEpoch)
+		}
 	}
 }
