@@ -387,6 +387,7 @@ func TestInitOffersEnsemble(t *testing.T) {
 	const enter = "\r"
 	const down = "\x1b[B"
 	const line, list = 2, 0
+	answer("Where will the cluster run?", list, enter, "Where will the cluster run? this machine")
 	answer("ZooKeeper:", list, enter, "ZooKeeper: start one locally")
 	answer("ZooKeeper nodes:", list, down+enter, "ZooKeeper nodes: 3")
 	answer("ZooKeeper client port:", line, "\x15"+strconv.Itoa(zkPort)+enter, "ZooKeeper client port: "+strconv.Itoa(zkPort))
