@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"sync"
 
 	"github.com/ktoolhq/ktool/broker/coord"
 	"github.com/ktoolhq/ktool/internal/zkdata"
@@ -88,38 +89,87 @@ func (c *Controller) watchIsrChanges() {
 	if len(names) == 0 {
 		return
 	}
-	for _, n := range names {
-		path := zkdata.IsrChangeNotificationPath + "/" + n
-		data, _, err := c.store.Get(c.ctx, path)
-		if err == nil {
-			parts, derr := zkdata.DecodeIsrChange(data)
-			if derr == nil {
-				for _, p := range parts {
-					c.refreshState(TP{p.Topic, p.Partition})
-				}
+	// Thousands of notifications follow a broker's return (one per ISR change):
+	// read them, and then the partition states they name, storeReads at a
+	// time, apply the states here on the event loop, and delete the
+	// notifications in Multis.
+	notes := make([][]byte, len(names))
+	parallelReads(len(names), func(i int) {
+		if data, _, err := c.store.Get(c.ctx, zkdata.IsrChangeNotificationPath+"/"+names[i]); err == nil {
+			notes[i] = data
+		}
+	})
+	seen := map[TP]bool{}
+	var tps []TP
+	for _, data := range notes {
+		parts, err := zkdata.DecodeIsrChange(data)
+		if err != nil {
+			continue
+		}
+		for _, p := range parts {
+			tp := TP{p.Topic, p.Partition}
+			if _, ok := c.states[tp]; ok && !seen[tp] {
+				seen[tp] = true
+				tps = append(tps, tp)
 			}
 		}
-		_ = c.store.Delete(c.ctx, path, -1)
+	}
+	fresh := make([]*zkdata.LeaderIsr, len(tps))
+	parallelReads(len(tps), func(i int) {
+		data, zst, err := c.store.Get(c.ctx, zkdata.PartitionStatePath(tps[i].Topic, tps[i].Partition))
+		if err != nil {
+			return
+		}
+		if li, err := zkdata.DecodeLeaderIsr(data, zst.Version); err == nil {
+			fresh[i] = &li
+		}
+	})
+	for i, tp := range tps {
+		if st := c.states[tp]; fresh[i] != nil && st != nil {
+			st.LeaderIsr, st.HasState = *fresh[i], true
+		}
+	}
+	var dels []coord.Op
+	var groups []int
+	for _, n := range names {
+		dels = append(dels, coord.DeleteOp(zkdata.IsrChangeNotificationPath+"/"+n, -1))
+		groups = append(groups, 1)
+	}
+	for _, sp := range coord.SplitMulti(nil, dels, groups, stateBatchBytes, 0) {
+		if err := c.store.Multi(c.ctx, dels[sp.Start:sp.End]...); err != nil {
+			// One already gone (or a lost connection): delete them one by one.
+			for _, op := range dels[sp.Start:sp.End] {
+				_ = c.store.Delete(c.ctx, op.Path, -1)
+			}
+		}
 	}
 	c.checkReassignments()
 	c.sendUpdateMetadata()
 	c.publish()
 }
 
-func (c *Controller) refreshState(tp TP) {
-	st, ok := c.states[tp]
-	if !ok {
-		return
+// storeReads is how many store reads the controller keeps in flight when it
+// reads many znodes at once.
+const storeReads = 32
+
+// parallelReads runs read(0..n-1) storeReads at a time and waits for them.
+func parallelReads(n int, read func(i int)) {
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(storeReads, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				read(i)
+			}
+		}()
 	}
-	data, zst, err := c.store.Get(c.ctx, zkdata.PartitionStatePath(tp.Topic, tp.Partition))
-	if err != nil {
-		return
+	for i := range n {
+		work <- i
 	}
-	li, err := zkdata.DecodeLeaderIsr(data, zst.Version)
-	if err != nil {
-		return
-	}
-	st.LeaderIsr, st.HasState = li, true
+	close(work)
+	wg.Wait()
 }
 
 func (c *Controller) watchPreferred() {

@@ -246,3 +246,60 @@ func TestIncrementalUpdateMetadata(t *testing.T) {
 		t.Fatalf("the new broker's first UpdateMetadata names %d partitions, want 30", len(got))
 	}
 }
+
+// Hundreds of ISR change notifications (a broker returning writes one per
+// partition) are read and their states refreshed with reads in flight
+// together, deleted in Multis, and the brokers told the new ISRs.
+func TestManyIsrChangeNotifications(t *testing.T) {
+	const n = 300
+	var cs *countingStore
+	parts := map[int32][]int32{}
+	for p := range int32(n) {
+		parts[p] = []int32{1, 2}
+	}
+	cl := newClusterWith(t, []int32{1, 2}, map[string]map[int32][]int32{"t": parts}, Config{BrokerID: 1}, func(s coord.Store) coord.Store {
+		cs = &countingStore{Store: s}
+		return cs
+	})
+	cl.waitState("t", n-1, 1, ids(1, 2))
+	// The leader shrinks every ISR to itself, one notification each.
+	for p := range int32(n) {
+		li := cl.state("t", p)
+		li.ISR = ids(1)
+		if _, err := cl.admin.Set(cl.ctx, zkdata.PartitionStatePath("t", p), zkdata.EncodeLeaderIsr(li), li.ZkVersion); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := cs.count()
+	for p := range int32(n) {
+		note := zkdata.EncodeIsrChange([]zkdata.TopicPartition{{Topic: "t", Partition: p}})
+		if _, err := cl.admin.Create(cl.ctx, zkdata.IsrChangePath(), note, coord.PersistentSequential); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cl.waitFor("every ISR change seen", func() bool {
+		st := cl.c.Snapshot().States
+		for p := range int32(n) {
+			if len(st[TP{"t", p}].ISR) != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	cl.waitFor("the notifications deleted", func() bool {
+		kids, _, err := cl.admin.Children(cl.ctx, zkdata.IsrChangeNotificationPath)
+		return err == nil && len(kids) == 0
+	})
+	if m := cs.count() - before; m == 0 {
+		t.Fatal("the notifications were not deleted in Multis")
+	}
+	if md := cl.rec.lastMetadata(2); md == nil || len(md.TopicStates) != 1 {
+		t.Fatal("no metadata")
+	} else {
+		for _, p := range md.TopicStates[0].PartitionStates {
+			if len(p.ISR) != 1 {
+				t.Fatalf("broker 2 was told t-%d has ISR %v", p.Partition, p.ISR)
+			}
+		}
+	}
+}
