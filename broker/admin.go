@@ -486,10 +486,7 @@ func (w isrWriter) WriteIsr(ctx context.Context, tp replica.TP, st replica.State
 		}
 		version = gst.Version
 	}
-	note := zkdata.EncodeIsrChange([]zkdata.TopicPartition{{Topic: tp.Topic, Partition: tp.Partition}})
-	if _, err := s.Create(ctx, zkdata.IsrChangePath(), note, coord.PersistentSequential); err != nil {
-		w.b.logger.Warn("ISR change notification not written", "err", err)
-	}
+	w.b.isrNotes.changed(zkdata.TopicPartition{Topic: tp.Topic, Partition: tp.Partition})
 	return version, nil
 }
 

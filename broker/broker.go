@@ -83,6 +83,7 @@ type Broker struct {
 
 	fetchMaxBytes int32
 	fetchSessions *fetchSessionCache
+	isrNotes      *isrNotifier
 	ctrlSeen      verifiedController
 	incarnations  incarnations
 
@@ -113,6 +114,7 @@ func New(opts Options) (*Broker, error) {
 		fetchMaxBytes: 55 << 20,
 	}
 	b.quotas = newQuotaManager(b.cfg.Settings())
+	b.isrNotes = newIsrNotifier(b)
 	b.fetchSessions = newFetchSessionCache(b.cfg.Settings().FetchSessionCacheSlots, b.cfg.Settings().FetchSessionEviction)
 	b.metrics = newMetrics(b)
 	if b.codecs == nil {
@@ -249,7 +251,11 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 		return err
 	}
 	b.ctrl = newControllerRunner(b)
-	b.wg.Add(2)
+	b.wg.Add(3)
+	go func() {
+		defer b.wg.Done()
+		b.isrNotes.run(b.ctx)
+	}()
 	go b.sessionLoop()
 	go b.waitReady()
 	if err := b.metrics.serve(); err != nil {
