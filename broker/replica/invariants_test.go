@@ -48,6 +48,22 @@ func TestFetchedRecordsNeverReachALeader(t *testing.T) {
 	fe.mu.Lock()
 	st := fe.parts[tp]
 	fe.mu.Unlock()
+	// The fetcher first reconciles the log with the leader (which knows no
+	// epoch: truncate to the high watermark, 0); let it finish, so it does
+	// not cut the records handed to it below.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		fe.mu.Lock()
+		reconciled := !st.truncate
+		fe.mu.Unlock()
+		if reconciled {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the fetcher did not reconcile the log with the leader")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	answer := func(base int64) kmsg.FetchResponseTopicPartition {
 		rp := kmsg.NewFetchResponseTopicPartition()
 		rp.RecordBatches = testBatchAt(base, 5, 5)
