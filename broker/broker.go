@@ -541,6 +541,7 @@ func (b *Broker) topicSettings(topic string) replica.Settings {
 	lc.IndexIntervalBytes = int(tc.IndexIntervalBytes)
 	lc.FlushIntervalMessages = tc.FlushMessages
 	lc.FlushIntervalMs = config.Millis(tc.FlushInterval)
+	lc.CheckpointIntervalMs = config.Millis(b.cfg.Settings().HighWatermarkCheckpointEvery)
 	lc.MaxMessageBytes = int(tc.MaxMessageBytes)
 	lc.DecompressRatio = b.cfg.Settings().MessageDecompressionMaxRatio
 	lc.TimestampType = tc.MessageTimestampType

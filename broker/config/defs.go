@@ -143,7 +143,7 @@ var BrokerDefs = []Def{
 	{Name: "replica.fetch.backoff.ms", Type: Int, Default: "1000", Doc: "sleep after a failed follower fetch"},
 	{Name: "max.incremental.fetch.session.cache.slots", Type: Int, Default: "1000", Doc: "fetch sessions (KIP-227) the broker keeps; 0 turns them off", Valid: atLeast(0)},
 	{Name: "min.incremental.fetch.session.eviction.ms", Type: Long, Default: "120000", Doc: "a fetch session idle this long may be evicted by a new one, and a younger one only by a follower's (a constant in Kafka)", Valid: atLeast(0)},
-	{Name: "replica.high.watermark.checkpoint.interval.ms", Type: Long, Default: "5000", Ignored: true, Doc: "how often high watermarks are checkpointed; accepted and ignored"},
+	{Name: "replica.high.watermark.checkpoint.interval.ms", Type: Long, Default: "5000", Doc: "how often a partition's changed checkpoints (high watermark, log start) are written between flushes"},
 	{Name: "controlled.shutdown.enable", Type: Bool, Default: "true", Doc: "move leaderships away before a clean shutdown"},
 	{Name: "controlled.shutdown.max.retries", Type: Int, Default: "3", Doc: "controlled shutdown attempts"},
 	{Name: "controlled.shutdown.retry.backoff.ms", Type: Long, Default: "5000", Doc: "wait between controlled shutdown attempts"},

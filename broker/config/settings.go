@@ -68,6 +68,7 @@ type Settings struct {
 	ReplicaFetchMaxBytes         Bytes         `config:"replica.fetch.max.bytes"`
 	ReplicaFetchResponseMaxBytes Bytes         `config:"replica.fetch.response.max.bytes"`
 	ReplicaFetchWaitMax          time.Duration `config:"replica.fetch.wait.max.ms"`
+	HighWatermarkCheckpointEvery time.Duration `config:"replica.high.watermark.checkpoint.interval.ms"`
 	ReplicaFetchBackoff          time.Duration `config:"replica.fetch.backoff.ms"`
 	FetchSessionCacheSlots       int           `config:"max.incremental.fetch.session.cache.slots"`
 	FetchSessionEviction         time.Duration `config:"min.incremental.fetch.session.eviction.ms"`

@@ -24,16 +24,23 @@ const (
 // Config holds the topic settings a partition log obeys, under Kafka's names.
 // Start from DefaultConfig: zero values are not defaults.
 type Config struct {
-	SegmentBytes          int64  // segment.bytes
-	SegmentMs             int64  // segment.ms
-	RetentionMs           int64  // retention.ms; -1 keeps data forever
-	RetentionBytes        int64  // retention.bytes; -1 means no size limit
-	IndexIntervalBytes    int    // index.interval.bytes
-	FlushIntervalMessages int64  // flush.messages
-	FlushIntervalMs       int64  // flush.ms
-	MaxMessageBytes       int    // max.message.bytes: the largest batch accepted
-	DecompressRatio       int    // message.decompression.max.ratio (0: batch.DecompressFactor)
-	TimestampType         string // message.timestamp.type: CreateTime or LogAppendTime
+	SegmentBytes          int64 // segment.bytes
+	SegmentMs             int64 // segment.ms
+	RetentionMs           int64 // retention.ms; -1 keeps data forever
+	RetentionBytes        int64 // retention.bytes; -1 means no size limit
+	IndexIntervalBytes    int   // index.interval.bytes
+	FlushIntervalMessages int64 // flush.messages
+	FlushIntervalMs       int64 // flush.ms
+	// CheckpointIntervalMs is replica.high.watermark.checkpoint.interval.ms:
+	// between flushes, MaybeFlush rewrites changed checkpoint files (the
+	// high watermark moves with every acknowledged produce) at most this
+	// often. Each rewrite is a file written, synced and renamed and a
+	// directory sync: once a second for each of many partitions, that was
+	// half a busy broker's CPU.
+	CheckpointIntervalMs int64
+	MaxMessageBytes      int    // max.message.bytes: the largest batch accepted
+	DecompressRatio      int    // message.decompression.max.ratio (0: batch.DecompressFactor)
+	TimestampType        string // message.timestamp.type: CreateTime or LogAppendTime
 	// MessageTimestampDifferenceMaxMs is message.timestamp.difference.max.ms:
 	// with CreateTime, a batch whose timestamps lie further than this from the
 	// broker's clock is rejected with INVALID_TIMESTAMP.
@@ -74,6 +81,7 @@ func DefaultConfig() Config {
 		IndexIntervalBytes:              4096,
 		FlushIntervalMessages:           math.MaxInt64,
 		FlushIntervalMs:                 math.MaxInt64,
+		CheckpointIntervalMs:            5000,
 		MaxMessageBytes:                 1048588,
 		TimestampType:                   CreateTime,
 		MessageTimestampDifferenceMaxMs: math.MaxInt64,
@@ -103,6 +111,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("flush.messages %d must be positive", c.FlushIntervalMessages)
 	case c.FlushIntervalMs < 0:
 		return fmt.Errorf("flush.ms %d is negative", c.FlushIntervalMs)
+	case c.CheckpointIntervalMs < 0:
+		return fmt.Errorf("replica.high.watermark.checkpoint.interval.ms %d is negative", c.CheckpointIntervalMs)
 	case c.MaxMessageBytes <= 0:
 		return fmt.Errorf("max.message.bytes %d must be positive", c.MaxMessageBytes)
 	case c.TimestampType != CreateTime && c.TimestampType != LogAppendTime:

@@ -41,6 +41,7 @@ type Log struct {
 
 	flushMu      sync.Mutex
 	checkpointed map[string]int64 // flushMu: the offset each checkpoint file holds
+	checkpointAt time.Time        // flushMu: when checkpoints were last written
 
 	cleanMu sync.Mutex // one cleaning pass at a time
 
@@ -757,6 +758,7 @@ func (l *Log) writeCheckpointsLocked() error {
 		}
 		l.checkpointed[name] = off
 	}
+	l.checkpointAt = l.config().now()
 	return nil
 }
 
@@ -778,8 +780,8 @@ func (l *Log) checkpointStale(name string, off int64) bool {
 // rolled segment is not yet on stable storage (Kafka flushes a segment when
 // it rolls) or when Sync made records durable beyond the recovery point (so
 // that recovery after a crash rescans little), and otherwise rewrites
-// checkpoints whose value changed (the high watermark, mostly). The broker
-// calls it periodically.
+// checkpoints whose value changed (the high watermark, mostly), at most
+// every CheckpointIntervalMs. The broker calls it periodically.
 func (l *Log) MaybeFlush() error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
@@ -798,7 +800,7 @@ func (l *Log) MaybeFlush() error {
 	if dirty && (due || rolled || synced) {
 		return l.flushLocked()
 	}
-	if stale {
+	if stale && cfg.now().Sub(l.checkpointAt).Milliseconds() >= cfg.CheckpointIntervalMs {
 		return l.writeCheckpointsLocked()
 	}
 	return nil

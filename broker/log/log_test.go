@@ -1073,3 +1073,39 @@ func TestEpochCheckpointFailureDoesNotFailAppend(t *testing.T) {
 		t.Fatalf("epoch checkpoint after flush: %q", got)
 	}
 }
+
+// TestCheckpointInterval: between flushes a moved high watermark is written
+// at most every replica.high.watermark.checkpoint.interval.ms.
+func TestCheckpointInterval(t *testing.T) {
+	clock := newClock()
+	cfg := testConfig()
+	cfg.Now = clock.Now
+	cfg.CheckpointIntervalMs = 5000
+	l, dir := newLog(t, cfg)
+	hw := func() int64 {
+		t.Helper()
+		v, _, err := readOffsetCheckpoint(filepath.Join(dir, highWatermarkFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for i := int64(1); i <= 3; i++ {
+		mustAppend(t, l, makeBatch(t, plain(1, 0)), 0)
+		l.SetHighWatermark(i)
+		if err := l.MaybeFlush(); err != nil {
+			t.Fatal(err)
+		}
+		clock.advance(time.Second)
+	}
+	if got := hw(); got != 1 {
+		t.Fatalf("high watermark checkpoint %d after three moves within 3 s, want the first (1)", got)
+	}
+	clock.advance(3 * time.Second)
+	if err := l.MaybeFlush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := hw(); got != 3 {
+		t.Fatalf("high watermark checkpoint %d once the interval passed, want 3", got)
+	}
+}
