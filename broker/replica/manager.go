@@ -519,7 +519,9 @@ func (m *Manager) every(d time.Duration, f func()) {
 
 func (m *Manager) flush() {
 	for _, p := range m.unsorted() {
-		if err := p.log.MaybeFlush(); err != nil {
+		if err := p.log.MaybeFlush(); errors.Is(err, klog.ErrClosed) {
+			continue // removed (deleted, moved, its dir failed) since the pass began
+		} else if err != nil {
 			p.checkStorage(err)
 			m.logger.Error("flush failed", "partition", p.Topic, "id", p.ID, "err", err)
 		}
@@ -528,7 +530,9 @@ func (m *Manager) flush() {
 
 func (m *Manager) retention() {
 	for _, p := range m.unsorted() {
-		if n, err := p.log.EnforceRetention(); err != nil {
+		if n, err := p.log.EnforceRetention(); errors.Is(err, klog.ErrClosed) {
+			continue // removed since the pass began
+		} else if err != nil {
 			p.checkStorage(err)
 			m.logger.Error("retention failed", "partition", p.Topic, "id", p.ID, "err", err)
 		} else if n > 0 {
