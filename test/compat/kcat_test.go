@@ -536,6 +536,7 @@ func TestKcatConsumerGroup(t *testing.T) {
 	// rebalance settles: each ends with a disjoint part, and new records reach the
 	// owner of their partition exactly once.
 	createTopic(t, addrs, "split", 3, 3, nil)
+	topicOnEveryBroker(t, c, "split", 3)
 	args := []string{"-b", addrs, "-G", "g2", "-X", "auto.offset.reset=earliest", "-J", "-u", "split"}
 	a := startKcatMember(ctx, t, kcat, args...)
 	bm := startKcatMember(ctx, t, kcat, args...)

@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/internal/brokerproc"
 	"github.com/ktoolhq/ktool/internal/brokerproc/proctest"
@@ -245,6 +247,38 @@ func topicMetadata(t testing.TB, addrs, topic string, partitions int) kadm.Metad
 		return nil
 	})
 	return md
+}
+
+// topicOnEveryBroker waits until each broker of c answers Metadata with every
+// partition of topic led. A new topic reaches the brokers' caches one
+// UpdateMetadata at a time; a librdkafka consumer that hears "unknown topic"
+// from the first broker it asks leaves the subscription unassigned until its
+// next metadata refresh, minutes later.
+func topicOnEveryBroker(t testing.TB, c *cluster, topic string, partitions int) {
+	t.Helper()
+	cl := kgoClient(t, c.Addrs())
+	ctx := testCtx(t, 30*time.Second)
+	for _, b := range c.brokers {
+		eventually(t, 30*time.Second, func() error {
+			req := kmsg.NewPtrMetadataRequest()
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(topic)
+			req.Topics = append(req.Topics, rt)
+			resp, err := req.RequestWith(ctx, cl.Broker(int(b.ID())))
+			if err != nil {
+				return err
+			}
+			if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != partitions {
+				return fmt.Errorf("broker %d does not list the %d partitions of %s yet", b.ID(), partitions, topic)
+			}
+			for _, p := range resp.Topics[0].Partitions {
+				if p.ErrorCode != 0 || p.Leader < 0 {
+					return fmt.Errorf("broker %d: %s[%d] leader %d, %v", b.ID(), topic, p.Partition, p.Leader, kerr.ErrorForCode(p.ErrorCode))
+				}
+			}
+			return nil
+		})
+	}
 }
 
 // run runs a client command with stdin and returns its stdout; a non-zero exit or
