@@ -14,7 +14,8 @@ import (
 func (c *Controller) watchDeletes() {
 	names, _, ch, err := c.store.ChildrenW(c.ctx, zkdata.DeleteTopicsPath)
 	if err != nil {
-		c.log.Error("watching topic deletions", "err", err)
+		c.log.Error("watching topic deletions; trying again", "err", err)
+		c.retrySoon(c.watchDeletes)
 		return
 	}
 	go c.rearm(ch, c.watchDeletes)
@@ -82,7 +83,8 @@ func (c *Controller) retryDeletes() {
 func (c *Controller) watchIsrChanges() {
 	names, _, ch, err := c.store.ChildrenW(c.ctx, zkdata.IsrChangeNotificationPath)
 	if err != nil {
-		c.log.Error("watching ISR change notifications", "err", err)
+		c.log.Error("watching ISR change notifications; trying again", "err", err)
+		c.retrySoon(c.watchIsrChanges)
 		return
 	}
 	go c.rearm(ch, c.watchIsrChanges)
@@ -175,7 +177,8 @@ func parallelReads(n int, read func(i int)) {
 func (c *Controller) watchPreferred() {
 	ok, _, ch, err := c.store.ExistsW(c.ctx, zkdata.PreferredReplicaElectionPath)
 	if err != nil {
-		c.log.Error("watching preferred replica election", "err", err)
+		c.log.Error("watching preferred replica election; trying again", "err", err)
+		c.retrySoon(c.watchPreferred)
 		return
 	}
 	go c.rearm(ch, c.watchPreferred)

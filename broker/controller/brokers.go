@@ -58,7 +58,8 @@ func (c *Controller) rearm(ch <-chan coord.Event, handler func()) {
 func (c *Controller) onBrokerChange() {
 	old := c.brokers
 	if err := c.loadBrokers(); err != nil {
-		c.log.Error("reading brokers", "err", err)
+		c.log.Error("reading brokers; trying again", "err", err)
+		c.retrySoon(c.onBrokerChange)
 		return
 	}
 	var dead, born []int32

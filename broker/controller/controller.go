@@ -140,6 +140,21 @@ func (c *Controller) Drain(ctx context.Context) error {
 	return nil
 }
 
+// retrySoon runs handler on the event loop again a second from now, until the
+// controller ends. A watch handler whose store call failed (a lost connection
+// during a ZooKeeper leader change) left no watch behind: only running it again
+// sets one, and without it the controller would never hear of that znode
+// again (a re-registered broker kept its old epoch and refused every request).
+func (c *Controller) retrySoon(handler func()) {
+	go func() {
+		select {
+		case <-time.After(time.Second):
+			c.enqueue(handler)
+		case <-c.ctx.Done():
+		}
+	}()
+}
+
 // enqueue runs f on the event loop.
 func (c *Controller) enqueue(f func()) {
 	select {

@@ -73,7 +73,8 @@ func (c *Controller) onTopicChange() {
 		before[t] = true
 	}
 	if err := c.loadTopics(); err != nil {
-		c.log.Error("reading topics", "err", err)
+		c.log.Error("reading topics; trying again", "err", err)
+		c.retrySoon(c.onTopicChange)
 		return
 	}
 	var created []TP
@@ -107,8 +108,9 @@ func (c *Controller) onTopicModified(t string) {
 	old := c.assignments[t]
 	delete(c.assignments, t)
 	if err := c.loadTopic(t); err != nil {
-		c.log.Error("reading topic", "topic", t, "err", err)
+		c.log.Error("reading topic; trying again", "topic", t, "err", err)
 		c.assignments[t] = old
+		c.retrySoon(func() { c.onTopicModified(t) })
 		return
 	}
 	var added []TP
