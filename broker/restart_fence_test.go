@@ -58,25 +58,10 @@ func TestRestartedBrokerIgnoresItsPredecessorsRequests(t *testing.T) {
 		}
 		return err
 	})
-	ctrl, _, err := s.Get(ctx, zkdata.ControllerPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ci, err := zkdata.DecodeController(ctrl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ce, _, err := s.Get(ctx, zkdata.ControllerEpochPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	epoch, err := zkdata.DecodeControllerEpoch(ce)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctrlID, epoch := controllerIn(t, s)
 	req := kmsg.NewPtrLeaderAndISRRequest()
 	req.Version = 4
-	req.ControllerID, req.ControllerEpoch, req.BrokerEpoch = ci.BrokerID, epoch, st.Czxid
+	req.ControllerID, req.ControllerEpoch, req.BrokerEpoch = ctrlID, epoch, st.Czxid
 	cl := &protocol.Client{Addr: addr}
 	defer cl.Close()
 	resp, err := cl.Request(ctx, req)
@@ -118,28 +103,13 @@ func TestStaleUpdateMetadataTakesTheStoresState(t *testing.T) {
 		return err
 	})
 	other := int32(1 - li.Leader)
-	ctrl, _, err := s.Get(ctx, zkdata.ControllerPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ci, err := zkdata.DecodeController(ctrl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ce, _, err := s.Get(ctx, zkdata.ControllerEpochPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	epoch, err := zkdata.DecodeControllerEpoch(ce)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctrlID, epoch := controllerIn(t, s)
 	_, reg, err := s.Get(ctx, zkdata.BrokerPath(other))
 	if err != nil {
 		t.Fatal(err)
 	}
 	um := kmsg.NewPtrUpdateMetadataRequest()
-	um.Version, um.ControllerID, um.ControllerEpoch, um.BrokerEpoch = 7, ci.BrokerID, epoch, reg.Czxid
+	um.Version, um.ControllerID, um.ControllerEpoch, um.BrokerEpoch = 7, ctrlID, epoch, reg.Czxid
 	for _, id := range []int32{0, 1} {
 		host, port, err := net.SplitHostPort(c.Broker(id).Addr())
 		if err != nil {
@@ -190,4 +160,28 @@ func TestStaleUpdateMetadataTakesTheStoresState(t *testing.T) {
 			t.Fatalf("stale-0 led by %d at epoch %d, the store has %d at %d", p.Leader, p.LeaderEpoch, li.Leader, li.LeaderEpoch)
 		}
 	}
+}
+
+// controllerIn reads the controller's id and epoch from the store, as a
+// broker checks a controller request against them.
+func controllerIn(t *testing.T, s coord.Store) (id, epoch int32) {
+	t.Helper()
+	ctx := context.Background()
+	data, _, err := s.Get(ctx, zkdata.ControllerPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := zkdata.DecodeController(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _, err = s.Get(ctx, zkdata.ControllerEpochPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoch, err = zkdata.DecodeControllerEpoch(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ci.BrokerID, epoch
 }
