@@ -135,6 +135,22 @@ func TestStaleUpdateMetadataTakesTheStoresState(t *testing.T) {
 	um.TopicStates = []kmsg.UpdateMetadataRequestTopicState{ts}
 	cl := &protocol.Client{Addr: c.Broker(other).Addr()}
 	defer cl.Close()
+	md := kmsg.NewPtrMetadataRequest()
+	md.Version = 9
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr("stale")
+	md.Topics = append(md.Topics, mt)
+	// The controller's own view first: the request below is an update to it.
+	brokertest.Eventually(t, 10*time.Second, func() error {
+		mr, err := cl.Request(ctx, md)
+		if err != nil {
+			return err
+		}
+		if ts := mr.(*kmsg.MetadataResponse).Topics; len(ts) != 1 || len(ts[0].Partitions) != 2 {
+			return fmt.Errorf("broker %d does not list both partitions yet: %+v", other, ts)
+		}
+		return nil
+	})
 	resp, err := cl.Request(ctx, um)
 	if err != nil {
 		t.Fatal(err)
@@ -142,11 +158,6 @@ func TestStaleUpdateMetadataTakesTheStoresState(t *testing.T) {
 	if code := resp.(*kmsg.UpdateMetadataResponse).ErrorCode; code != 0 {
 		t.Fatalf("a stale UpdateMetadata from the controller: %v", kerr.ErrorForCode(code))
 	}
-	md := kmsg.NewPtrMetadataRequest()
-	md.Version = 9
-	mt := kmsg.NewMetadataRequestTopic()
-	mt.Topic = kmsg.StringPtr("stale")
-	md.Topics = append(md.Topics, mt)
 	mr, err := cl.Request(ctx, md)
 	if err != nil {
 		t.Fatal(err)
