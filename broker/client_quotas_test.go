@@ -209,16 +209,20 @@ func produceRate(cl *kgo.Client, topic string, stop <-chan struct{}, acked *atom
 // TestProduceQuotaThrottles measures a producer under a 1 MB/s
 // producer_byte_rate quota (set on its client id, applied on the other broker
 // through the change notification) while an unthrottled producer writes to the
-// same broker. The achieved rate is bytes acknowledged over elapsed time, and
-// must be within ±35% of the quota (±20% with KTOOL_QUOTA_LONG=1, which measures
-// 30 s with Kafka's default windows; the default suite measures 12 s with
-// quota.window.num=4 so the windows turn over three times).
+// same broker. The achieved rate is the bytes acknowledged in the steady state
+// over its duration, and must be within ±35% of the quota (±20% with
+// KTOOL_QUOTA_LONG=1, which measures 30 s with Kafka's default windows; the
+// default suite measures 10 s with quota.window.num=4). The steady state starts
+// once the whole measuring window has turned over: before that, as in Kafka, a
+// new client may burst its bound over (samples-1) windows (3 MB here), plus the
+// records it has in flight, and counting that burst in 12 s once measured 39%
+// over the quota on a loaded machine.
 func TestProduceQuotaThrottles(t *testing.T) {
 	props := map[string]string{"metrics.listener": "127.0.0.1:0", "quota.window.num": "4"}
-	measure, tolerance := 12*time.Second, 0.35
+	warmup, measure, tolerance := 4*time.Second, 10*time.Second, 0.35
 	if os.Getenv("KTOOL_QUOTA_LONG") != "" {
 		props["quota.window.num"] = "11"
-		measure, tolerance = 30*time.Second, 0.20
+		warmup, measure, tolerance = 11*time.Second, 30*time.Second, 0.20
 	}
 	c := brokertest.NewCluster(t, 2, brokertest.WithProps(props))
 	ctx := context.Background()
@@ -252,11 +256,12 @@ func TestProduceQuotaThrottles(t *testing.T) {
 	var slowBytes, fastBytes atomic.Int64
 	stop := make(chan struct{})
 	done := make(chan struct{}, 2)
-	start := time.Now()
 	go func() { produceRate(slow, "quoted", stop, &slowBytes); done <- struct{}{} }()
 	go func() { produceRate(fast, "quoted", stop, &fastBytes); done <- struct{}{} }()
+	time.Sleep(warmup)
+	s0, f0, start := slowBytes.Load(), fastBytes.Load(), time.Now()
 	time.Sleep(measure)
-	s, f := slowBytes.Load(), fastBytes.Load()
+	s, f := slowBytes.Load()-s0, fastBytes.Load()-f0
 	elapsed := time.Since(start)
 	close(stop)
 	<-done
