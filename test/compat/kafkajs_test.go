@@ -47,6 +47,10 @@ type jsLine struct {
 	Headers    map[string]*string `json:"headers"`
 	Assignment map[string][]int32 `json:"assignment"`
 	Count      int                `json:"count"`
+
+	// txn, ctp
+	Tag     string `json:"tag"`
+	Aborted int    `json:"aborted"`
 }
 
 // kafkajs runs one compat.js command to its end and returns its lines by step

@@ -8,6 +8,9 @@
 //   node compat.js consume  BROKERS TOPIC GROUP MAX
 //   node compat.js groups   BROKERS GROUP TOPIC TIMESTAMP_MS
 //   node compat.js secure   BROKERS TOPIC MECHANISM USER PASSWORD CA_FILE|- COUNT
+//   node compat.js txn      BROKERS TOPIC TRANSACTIONAL_ID COUNT
+//   node compat.js ctp      BROKERS IN OUT GROUP TRANSACTIONAL_ID COUNT
+//   node compat.js read     BROKERS TOPIC committed|uncommitted MAX
 //
 // BROKERS is host:port[,host:port...]. consume stops after MAX records, or when its
 // stdin closes, and commits each record's offset itself (autoCommit off).
@@ -208,16 +211,175 @@ async function secure(topic, mechanism, username, password, caFile, count) {
   out({ step: 'done', count: seen });
 }
 
+
+function txnProducer(kafka, transactionalId) {
+  return kafka.producer({
+    transactionalId, idempotent: true, maxInFlightRequests: 1, transactionTimeout: 30000,
+    createPartitioner: Partitioners.DefaultPartitioner,
+  });
+}
+
+function tagged(tag, count) {
+  const messages = [];
+  for (let i = 0; i < Number(count); i++) messages.push({ value: `${tag}-${i}` });
+  return messages;
+}
+
+// txn: a transactional producer commits COUNT records "c1-i", aborts "a1-i"
+// and commits "c2-i" (partition 0 of TOPIC); it then sends "f1-i" in a new
+// transaction when a second producer with the same transactional id
+// initializes, which must fence it (its commit fails) and abort "f1-i"; the
+// second producer commits "c3-i".
+async function txn(topic, transactionalId, count) {
+  const kafka = client('compat-txn');
+  const first = txnProducer(kafka, transactionalId);
+  const second = txnProducer(kafka, transactionalId);
+  await first.connect();
+  await second.connect();
+  try {
+    for (const [tag, commit] of [['c1', true], ['a1', false], ['c2', true]]) {
+      const t = await first.transaction();
+      await t.send({ topic, acks: -1, messages: tagged(tag, count).map((m) => ({ ...m, partition: 0 })) });
+      if (commit) {
+        await t.commit();
+        out({ step: 'committed', tag });
+      } else {
+        await t.abort();
+        out({ step: 'aborted', tag });
+      }
+    }
+    const zombie = await first.transaction();
+    await zombie.send({ topic, acks: -1, messages: tagged('f1', count).map((m) => ({ ...m, partition: 0 })) });
+    const t = await second.transaction();
+    try {
+      await zombie.send({ topic, acks: -1, messages: [{ value: 'f1-late', partition: 0 }] });
+      await zombie.commit();
+      out({ step: 'error', error: { message: 'the fenced producer committed' } });
+    } catch (err) {
+      out({ step: 'fenced', error: errorInfo(err) });
+    }
+    await t.send({ topic, acks: -1, messages: tagged('c3', count).map((m) => ({ ...m, partition: 0 })) });
+    await t.commit();
+    out({ step: 'committed', tag: 'c3' });
+  } finally {
+    await first.disconnect();
+    await second.disconnect();
+  }
+}
+
+// ctp: consume-transform-produce. A consumer of GROUP reads IN; for each
+// record a transaction writes "out-VALUE" to partition 0 of OUT and commits the
+// record's next offset for GROUP with it (sendOffsets). The first record's
+// transaction is first run with "x-VALUE" and aborted, offsets included.
+// After COUNT records the consumer leaves and a last transaction writes
+// "x-final" and offsets past the end of every partition read, and is aborted.
+async function ctp(inTopic, outTopic, group, transactionalId, count) {
+  const kafka = client('compat-ctp');
+  const p = txnProducer(kafka, transactionalId);
+  const c = kafka.consumer({ groupId: group, sessionTimeout: 10000, heartbeatInterval: 500, maxWaitTimeInMs: 500 });
+  await p.connect();
+  await c.connect();
+  await c.subscribe({ topic: inTopic, fromBeginning: true });
+  let n = 0;
+  let aborted = 0;
+  const partitions = new Set();
+  let stop;
+  let fail;
+  const stopped = new Promise((resolve, reject) => { stop = resolve; fail = reject; });
+  const once = async (partition, message, prefix, commit) => {
+    const t = await p.transaction();
+    try {
+      await t.send({ topic: outTopic, acks: -1, messages: [{ value: `${prefix}-${text(message.value)}`, partition: 0 }] });
+      await t.sendOffsets({
+        consumerGroupId: group,
+        topics: [{ topic: inTopic, partitions: [{ partition, offset: String(BigInt(message.offset) + 1n) }] }],
+      });
+    } catch (err) {
+      await t.abort();
+      throw err;
+    }
+    await (commit ? t.commit() : t.abort());
+  };
+  await c.run({
+    autoCommit: false,
+    eachMessage: async ({ partition, message }) => {
+      if (n >= Number(count)) return;
+      partitions.add(partition);
+      try {
+        if (n === 0) {
+          await once(partition, message, 'x', false);
+          aborted++;
+        }
+        await once(partition, message, 'out', true);
+      } catch (err) {
+        fail(err);
+        return;
+      }
+      if (++n >= Number(count)) stop();
+    },
+  });
+  try {
+    await stopped;
+    await c.disconnect();
+    // Offsets far past the end in an aborted transaction: the group must
+    // keep the committed ones.
+    const t = await p.transaction();
+    await t.send({ topic: outTopic, acks: -1, messages: [{ value: 'x-final', partition: 0 }] });
+    await t.sendOffsets({
+      consumerGroupId: group,
+      topics: [{ topic: inTopic, partitions: [...partitions].map((partition) => ({ partition, offset: '1000000' })) }],
+    });
+    await t.abort();
+    aborted++;
+  } finally {
+    await c.disconnect();
+    await p.disconnect();
+  }
+  out({ step: 'done', count: n, aborted });
+}
+
+// read: a consumer of its own group with readUncommitted as asked reads TOPIC
+// from the start until MAX records or 30 s have gone, and prints their values
+// (in order per partition).
+async function read(topic, isolation, max) {
+  const c = client('compat-read').consumer({
+    groupId: `compat-read-${isolation}-${process.pid}`,
+    readUncommitted: isolation === 'uncommitted',
+    maxWaitTimeInMs: 500,
+  });
+  await c.connect();
+  await c.subscribe({ topic, fromBeginning: true });
+  const values = [];
+  let stop;
+  const stopped = new Promise((resolve) => { stop = resolve; });
+  const timer = setTimeout(() => stop(), 30000);
+  await c.run({
+    autoCommit: false,
+    eachMessage: async ({ partition, message }) => {
+      if (values.length >= Number(max)) return;
+      values.push({ partition, offset: message.offset, value: text(message.value) });
+      if (values.length >= Number(max)) stop();
+    },
+  });
+  await stopped;
+  clearTimeout(timer);
+  await c.disconnect();
+  out({ step: 'read', isolation, result: values });
+}
+
 const commands = {
   secure: () => secure(...args),
   admin: () => admin(...args),
   produce: () => produce(...args),
   consume: () => consume(...args),
   groups: () => groups(...args),
+  txn: () => txn(...args),
+  ctp: () => ctp(...args),
+  read: () => read(...args),
 };
 
 if (!commands[cmd] || !brokers) {
-  process.stderr.write('usage: node compat.js admin|produce|consume|groups|secure BROKERS ...\n');
+  process.stderr.write('usage: node compat.js admin|produce|consume|groups|secure|txn|ctp|read BROKERS ...\n');
   process.exitCode = 2;
 } else {
   commands[cmd]().catch((err) => {
