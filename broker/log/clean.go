@@ -56,7 +56,7 @@ type cleanSeg struct {
 	idx   []offsetEntry
 	size  int64
 	end   int64 // base offset of the segment after it
-	ts    int64 // segmentTimestamp: tombstones go once it is past delete.retention.ms
+	ts    int64 // segmentTimestamp
 }
 
 type cleanPlan struct {
@@ -69,20 +69,100 @@ type cleanPlan struct {
 	// watermark, the first offset of an open transaction, or the first
 	// segment younger than min.compaction.lag.ms.
 	uncleanable int64
-	lastBatch   map[int64]int64 // producer id -> last offset of its newest batch
+	producers   map[int64]cleanProducer
 	// aborted are the aborted transactions' offset ranges by producer,
 	// ordered by first offset: their batches go and shadow no key.
 	aborted map[int64][]AbortedTxn
+	txns    cleanTxns
+}
+
+// cleanProducer is what a pass needs of a producer's state: the last offset
+// of its newest data batch (-1 when it has none of its current epoch) and
+// that epoch.
+type cleanProducer struct {
+	last  int64
+	epoch int16
+}
+
+// txnKey names an aborted transaction by producer and marker offset.
+type txnKey struct{ pid, marker int64 }
+
+// cleanTxns follows transactions through a pass, which reads the log from its
+// first segment in offset order, to decide which markers may go. As in
+// Kafka, a marker stays while a batch of its transaction was met in the pass
+// (a batch the pass removes counts: the marker goes in a later pass).
+type cleanTxns struct {
+	observed   map[txnKey]bool // aborted transactions with a batch met
+	committing map[int64]bool  // producers with a batch met, not aborted, since their last marker
+	// unindexed are aborted transactions with no batch left, whose index
+	// entries go: a reader has nothing of theirs to skip.
+	unindexed map[txnKey]bool
+	// lastRemoved is the offset of the last marker the pass removes, -1
+	// when it removes none.
+	lastRemoved int64
+}
+
+// abortedTxn returns the aborted transaction data batch h belongs to.
+func (p *cleanPlan) abortedTxn(h batch.Header) (AbortedTxn, bool) {
+	if !h.Transactional() || h.Control() {
+		return AbortedTxn{}, false
+	}
+	txns := p.aborted[h.ProducerID]
+	i := sort.Search(len(txns), func(i int) bool { return txns[i].FirstOffset > h.BaseOffset })
+	if i > 0 && h.BaseOffset < txns[i-1].LastOffset {
+		return txns[i-1], true
+	}
+	return AbortedTxn{}, false
 }
 
 // isAborted reports whether data batch h belongs to an aborted transaction.
 func (p *cleanPlan) isAborted(h batch.Header) bool {
-	if !h.Transactional() || h.Control() {
+	_, ok := p.abortedTxn(h)
+	return ok
+}
+
+// dataRead notes a data batch the pass met and reports whether it belongs
+// to an aborted transaction.
+func (p *cleanPlan) dataRead(h batch.Header) bool {
+	if !h.Transactional() {
 		return false
 	}
-	txns := p.aborted[h.ProducerID]
-	i := sort.Search(len(txns), func(i int) bool { return txns[i].FirstOffset > h.BaseOffset })
-	return i > 0 && h.BaseOffset < txns[i-1].LastOffset
+	if a, ok := p.abortedTxn(h); ok {
+		p.txns.observed[txnKey{a.ProducerID, a.LastOffset}] = true
+		return true
+	}
+	p.txns.committing[h.ProducerID] = true
+	return false
+}
+
+// markerRead notes a marker the pass met and reports whether its
+// transaction has no batch left in the log, so that the marker may go.
+func (p *cleanPlan) markerRead(h batch.Header, m batch.Marker) bool {
+	open := p.txns.committing[h.ProducerID]
+	delete(p.txns.committing, h.ProducerID)
+	if m.Type == batch.ControlAbort {
+		k := txnKey{h.ProducerID, h.BaseOffset}
+		if p.txns.observed[k] {
+			return false
+		}
+		p.txns.unindexed[k] = true
+	}
+	return !open
+}
+
+// holdsEpoch reports whether control batch h is what the log keeps of its
+// producer's current epoch when no data batch of that epoch is left: as in
+// Kafka it stays, so that producer state rebuilt from the log still fences
+// older epochs.
+func (p *cleanPlan) holdsEpoch(h batch.Header) bool {
+	e, ok := p.producers[h.ProducerID]
+	return ok && e.last < 0 && e.epoch == h.ProducerEpoch
+}
+
+// horizon is the delete horizon the pass gives a batch it stamps:
+// delete.retention.ms from now.
+func (p *cleanPlan) horizon() int64 {
+	return p.now + min(p.cfg.DeleteRetentionMs, math.MaxInt64/2-max(p.now, 0))
 }
 
 func (p *cleanPlan) release() {
@@ -211,10 +291,11 @@ func (l *Log) planClean() (*cleanPlan, error) {
 	if ratio <= cfg.MinCleanableDirtyRatio && earliest >= now-cfg.MaxCompactionLagMs {
 		return nil, nil
 	}
-	p.lastBatch = make(map[int64]int64, len(l.producers.m))
+	p.producers = make(map[int64]cleanProducer, len(l.producers.m))
 	for pid, e := range l.producers.m {
-		p.lastBatch[pid] = e.lastOffset()
+		p.producers[pid] = cleanProducer{last: e.lastOffset(), epoch: e.epoch}
 	}
+	p.txns = cleanTxns{observed: map[txnKey]bool{}, committing: map[int64]bool{}, unindexed: map[txnKey]bool{}, lastRemoved: -1}
 	p.aborted = make(map[int64][]AbortedTxn)
 	for _, a := range l.aborted {
 		if a.FirstOffset < uncleanable {
@@ -333,8 +414,8 @@ func (p *cleanPlan) groups(end int64) [][]cleanSeg {
 }
 
 // retain decides whether a record stays: everything from end on, and before
-// it the latest record of each key, tombstones only while their segment is
-// younger than delete.retention.ms. Records without a key go, as in Kafka.
+// it the latest record of each key, tombstones only until their batch's
+// delete horizon (KIP-534). Records without a key go, as in Kafka.
 func retain(r batch.Record, off int64, keys keyMap, end int64, dropTombstones bool) bool {
 	if off >= end {
 		return true
@@ -352,20 +433,32 @@ func retain(r batch.Record, off int64, keys keyMap, end int64, dropTombstones bo
 // its header and how many records it lost. A thinned batch keeps its base
 // offset, last offset delta, record offsets, producer fields and codec; a
 // producer's newest batch stays even when empty, as in Kafka, so that its
-// sequence numbers survive a rebuild of producer state from the log.
-func (p *cleanPlan) filterBatch(ctx context.Context, h batch.Header, b []byte, keys keyMap, end int64, dropTombstones bool) ([]byte, batch.Header, int64, error) {
-	if h.BaseOffset >= end || h.Control() {
+// sequence numbers survive a rebuild of producer state from the log. The
+// first pass to keep a tombstone in a batch with no delete horizon stamps
+// one, delete.retention.ms ahead: from then on the tombstone may go.
+func (p *cleanPlan) filterBatch(ctx context.Context, h batch.Header, b []byte, keys keyMap, end int64) ([]byte, batch.Header, int64, error) {
+	if h.BaseOffset >= end {
 		return b, h, 0, nil
 	}
-	aborted := p.isAborted(h)
+	if h.Control() {
+		return p.filterMarker(ctx, h, b)
+	}
+	aborted := p.dataRead(h)
+	horizon, stamped := h.DeleteHorizon()
+	dropTombstones := stamped && horizon <= p.now
+	keep := func(r batch.Record) bool {
+		return !aborted && retain(r, h.BaseOffset+int64(r.OffsetDelta), keys, end, dropTombstones)
+	}
 	var raw []byte
 	kept := int32(0)
 	maxTs := int64(-1)
+	tombstones := false
 	err := eachRecord(ctx, p.cfg.Codecs, h, b, func(r batch.Record) error {
-		if !aborted && retain(r, h.BaseOffset+int64(r.OffsetDelta), keys, end, dropTombstones) {
+		if keep(r) {
 			raw = append(raw, r.Raw...)
 			kept++
 			maxTs = max(maxTs, h.FirstTimestamp+r.TimestampDelta)
+			tombstones = tombstones || r.Value == nil
 		}
 		return nil
 	})
@@ -374,33 +467,100 @@ func (p *cleanPlan) filterBatch(ctx context.Context, h batch.Header, b []byte, k
 	}
 	removed := int64(h.NumRecords - kept)
 	if kept == 0 {
-		if last, ok := p.lastBatch[h.ProducerID]; !ok || h.ProducerID < 0 || last != h.LastOffset() {
+		if e, ok := p.producers[h.ProducerID]; !ok || h.ProducerID < 0 || e.last != h.LastOffset() {
 			return nil, h, removed, nil
 		}
 		if h.NumRecords == 0 {
 			return b, h, 0, nil
 		}
 		nh := h
-		nh.Attributes &^= batch.AttrCompressionMask
+		nh.Attributes &^= batch.AttrCompressionMask | batch.AttrDeleteHorizon
 		nh.FirstTimestamp = h.MaxTimestamp
 		nh.NumRecords = 0
 		nh.Length = batch.MinLength
 		return batch.Encode(nh, nil), nh, removed, nil
 	}
-	if removed == 0 {
+	nh := h
+	switch {
+	case tombstones && !stamped:
+		horizon := p.horizon()
+		rebased, fits, err := p.rebase(ctx, h, b, horizon, keep)
+		if err != nil {
+			return nil, h, 0, err
+		}
+		if !fits {
+			if removed == 0 {
+				return b, h, 0, nil
+			}
+			break
+		}
+		raw = rebased
+		nh.FirstTimestamp = horizon
+		nh.Attributes |= batch.AttrDeleteHorizon
+	case removed == 0:
 		return b, h, 0, nil
 	}
 	body, err := batch.Compress(ctx, p.cfg.Codecs, h.Compression(), raw)
 	if err != nil {
 		return nil, h, 0, fmt.Errorf("recompress batch %d: %w", h.BaseOffset, err)
 	}
-	nh := h
 	nh.NumRecords = kept
 	if !h.LogAppendTime() {
 		nh.MaxTimestamp = maxTs
 	}
 	nh.Length = int32(batch.MinLength + len(body))
 	return batch.Encode(nh, body), nh, removed, nil
+}
+
+// filterMarker decides a control batch's fate. A marker may go once no
+// batch of its transaction is left in the log (then no reader needs it to
+// end the transaction) and it is not what holds its producer's epoch: the
+// first pass to find it so stamps its delete horizon, delete.retention.ms
+// ahead, and the first pass after the horizon removes it, as KIP-534 does,
+// so that a consumer that read the transaction's data has that long to read
+// its marker too. A control batch without a readable marker stays.
+func (p *cleanPlan) filterMarker(ctx context.Context, h batch.Header, b []byte) ([]byte, batch.Header, int64, error) {
+	m, err := batch.MarkerOf(b)
+	if err != nil || h.ProducerID < 0 || !p.markerRead(h, m) || p.holdsEpoch(h) {
+		return b, h, 0, nil
+	}
+	if horizon, ok := h.DeleteHorizon(); ok {
+		if horizon > p.now {
+			return b, h, 0, nil
+		}
+		p.txns.lastRemoved = h.LastOffset()
+		return nil, h, int64(h.NumRecords), nil
+	}
+	horizon := p.horizon()
+	raw, fits, err := p.rebase(ctx, h, b, horizon, func(batch.Record) bool { return true })
+	if err != nil || !fits {
+		return b, h, 0, err
+	}
+	nh := h
+	nh.FirstTimestamp = horizon
+	nh.Attributes |= batch.AttrDeleteHorizon
+	nh.Length = int32(batch.MinLength + len(raw))
+	return batch.Encode(nh, raw), nh, 0, nil
+}
+
+// rebase re-encodes the records of batch b that keep keeps with timestamp
+// deltas from base, which becomes the batch's first timestamp (its delete
+// horizon), so that every record keeps its timestamp. fits is false when a
+// delta does not fit an int64. The section returned is uncompressed.
+func (p *cleanPlan) rebase(ctx context.Context, h batch.Header, b []byte, base int64, keep func(batch.Record) bool) ([]byte, bool, error) {
+	var raw []byte
+	fits := true
+	err := eachRecord(ctx, p.cfg.Codecs, h, b, func(r batch.Record) error {
+		if !keep(r) {
+			return nil
+		}
+		ts := h.FirstTimestamp + r.TimestampDelta
+		d := ts - base
+		fits = fits && (d < ts) == (base > 0)
+		raw = batch.AppendRecord(raw, d, r.OffsetDelta, r.Key, r.Value, r.Headers())
+		return nil
+	})
+	return raw, fits, err
 }
 
 func cleanedPath(dir string, base int64, ext string) string {
@@ -450,7 +610,6 @@ func (l *Log) writeCleanedLog(ctx context.Context, p *cleanPlan, f *os.File, out
 		if st.ModTime().After(modTime) {
 			modTime = st.ModTime()
 		}
-		dropTombstones := cs.ts < p.now-p.cfg.DeleteRetentionMs
 		sc := newBatchScanner(cs.f, 0, cs.size)
 		for {
 			if err := ctx.Err(); err != nil {
@@ -463,7 +622,7 @@ func (l *Log) writeCleanedLog(ctx context.Context, p *cleanPlan, f *os.File, out
 				}
 				break
 			}
-			nb, nh, removed, err := p.filterBatch(ctx, h, b, keys, end, dropTombstones)
+			nb, nh, removed, err := p.filterBatch(ctx, h, b, keys, end)
 			if err != nil {
 				return modTime, fmt.Errorf("segment %d: %w", cs.seg.base, err)
 			}
@@ -523,6 +682,9 @@ func (l *Log) swapIn(p *cleanPlan, outs []cleanedOut, end int64) (bool, error) {
 		return false, nil
 	}
 
+	if err := l.forgetCleanedTxns(&p.txns); err != nil {
+		return false, err
+	}
 	ranges := make([]swapRange, len(outs))
 	for i, o := range outs {
 		ranges[i] = swapRange{base: o.base(), end: o.end()}
@@ -602,6 +764,47 @@ func (l *Log) unchanged(outs []cleanedOut) bool {
 		}
 	}
 	return true
+}
+
+// forgetCleanedTxns makes the transaction state on disk agree with the
+// cleaned segments before they are swapped in (it agrees with the old ones
+// too): the index entries of aborted transactions with no batch left go,
+// and so do the producer snapshots at or below the last marker removed,
+// since replaying the log from one of them would reopen a transaction whose
+// marker is gone. appendMu held.
+func (l *Log) forgetCleanedTxns(t *cleanTxns) error {
+	if len(t.unindexed) > 0 {
+		l.mu.Lock()
+		kept := l.aborted[:0]
+		for _, e := range l.aborted {
+			if !t.unindexed[txnKey{e.ProducerID, e.LastOffset}] {
+				kept = append(kept, e)
+			}
+		}
+		clear(l.aborted[len(kept):])
+		l.aborted = kept
+		l.mu.Unlock()
+		if err := l.syncTxnIndexFiles(); err != nil {
+			return err
+		}
+	}
+	if t.lastRemoved < 0 {
+		return nil
+	}
+	offs, err := listSnapshots(l.dir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, off := range offs {
+		if off <= t.lastRemoved {
+			errs = append(errs, removeIfExists(segmentPath(l.dir, off, snapshotExt)))
+		}
+	}
+	if l.snapshotAt <= t.lastRemoved {
+		l.snapshotAt = -1
+	}
+	return errors.Join(append(errs, syncDir(l.dir))...)
 }
 
 func removeSegmentFiles(dir string, base int64) error {

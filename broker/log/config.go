@@ -50,7 +50,7 @@ type Config struct {
 	// ("compact,delete"). Time and size retention apply with delete, the
 	// cleaner (Clean) with compact.
 	CleanupPolicy          string
-	DeleteRetentionMs      int64   // delete.retention.ms: how long tombstones outlive their segment's newest record
+	DeleteRetentionMs      int64   // delete.retention.ms: from a tombstone's or marker's first cleaning to its removal (KIP-534)
 	MinCleanableDirtyRatio float64 // min.cleanable.dirty.ratio
 	MinCompactionLagMs     int64   // min.compaction.lag.ms
 	MaxCompactionLagMs     int64   // max.compaction.lag.ms

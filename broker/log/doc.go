@@ -149,13 +149,16 @@
 // up to where the map ends, in groups of at most segment.bytes that become
 // one segment each, named by the group's first base offset. A record stays
 // if it is past the map's end or is its key's latest; a tombstone also needs
-// its segment's largest timestamp (modification time without one) to be
-// within delete.retention.ms; records without a key go. A batch that loses
-// records is rebuilt with the same base offset, last offset delta, record
-// offsets, producer fields, codec and first timestamp, and a recomputed
-// largest timestamp; records are copied, not re-encoded. A batch that loses
-// all goes, unless it is its producer's newest, which stays empty (record
-// count 0) so sequence numbers survive. Control batches stay. Offsets never
+// its batch's delete horizon (KIP-534) not to have passed; records without a
+// key go. A batch that loses records is rebuilt with the same base offset,
+// last offset delta, record offsets, producer fields, codec and first
+// timestamp, and a recomputed largest timestamp; records are copied, not
+// re-encoded. A batch that keeps a tombstone and has no delete horizon gets
+// one: attribute bit 6 set and the first timestamp replaced by now plus
+// delete.retention.ms, its records re-encoded with timestamp deltas from it
+// (their timestamps unchanged). A batch that loses all goes, unless it is its
+// producer's newest, which stays empty (record count 0, no horizon) so
+// sequence numbers survive. Offsets never
 // change, so a cleaned log has gaps: batches hold fewer records than their
 // offset span and segments may start after the previous one's end. Reads,
 // recovery and follower appends accept both; only client batches must hold
@@ -175,8 +178,14 @@
 // Transactions: the dirty section also ends at the first offset of an open
 // transaction; records of aborted transactions (the aborted transaction
 // index) go, and shadow no key in the map; committed ones are cleaned as
-// others; markers stay (so replayed producer state closes every
-// transaction), and so do their index entries.
+// others. Markers go as in Kafka: a pass that meets no batch of a marker's
+// transaction (it reads the log from the first segment) stamps the marker's
+// delete horizon, and drops the index entry of an abort; the first pass
+// after the horizon removes the marker. A marker whose producer's state has
+// no batch of the marker's epoch stays, so that a rebuild still fences older
+// epochs. Before such a pass is swapped in, the producer snapshots at or
+// below its last removed marker are deleted: a replay from one could reopen
+// the transaction that marker closed.
 //
 // # Locking
 //

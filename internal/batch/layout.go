@@ -41,6 +41,10 @@ const (
 	AttrLogAppendTime   = 0x08
 	AttrTransactional   = 0x10
 	AttrControl         = 0x20
+	// AttrDeleteHorizon says that firstTimestamp holds the batch's delete
+	// horizon (KIP-534): the log cleaner set it when the batch first held
+	// a tombstone or a removable marker, and removes them once it passed.
+	AttrDeleteHorizon = 0x40
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -79,6 +83,12 @@ func (h Header) Transactional() bool { return h.Attributes&AttrTransactional != 
 
 // Control reports whether the batch holds a control record (a transaction marker).
 func (h Header) Control() bool { return h.Attributes&AttrControl != 0 }
+
+// DeleteHorizon is the time from which the cleaner may remove the batch's
+// tombstones, or the batch itself when it is a marker, if it has one.
+func (h Header) DeleteHorizon() (int64, bool) {
+	return h.FirstTimestamp, h.Attributes&AttrDeleteHorizon != 0
+}
 
 // LastSequence is the producer sequence of the batch's last record.
 func (h Header) LastSequence() int32 { return AddSequence(h.BaseSequence, h.LastOffsetDelta) }

@@ -431,3 +431,50 @@ func TestDumpTxnIndex(t *testing.T) {
 		t.Errorf("torn index: %v\n%s", err, out)
 	}
 }
+
+// TestDumpDeleteHorizon: batches the log cleaner stamped with a delete
+// horizon (KIP-534: attribute bit 6, the first timestamp field holding it)
+// show it, and their records keep their own timestamps.
+func TestDumpDeleteHorizon(t *testing.T) {
+	dir := t.TempDir()
+	const ts, horizon = 1_700_000_000_000, 1_700_086_400_000
+	tomb := testBatch(t, 0, batch.AttrDeleteHorizon, horizon, ts, -1, -1, -1, nil,
+		rec{key: []byte("gone"), value: nil, tsDelta: ts - horizon})
+	marker := testBatch(t, 1, 0x30|batch.AttrDeleteHorizon, horizon, ts, 4242, 0, -1, nil,
+		rec{key: []byte{0, 0, 0, 0}, value: []byte{0, 0, 0, 0, 0, 5}, tsDelta: ts - horizon})
+	plainBatch := testBatch(t, 2, 0, ts, ts, -1, -1, -1, nil, rec{key: []byte("k"), value: []byte("v")})
+	seg := filepath.Join(dir, "00000000000000000000.log")
+	if err := os.WriteFile(seg, append(append(append([]byte(nil), tomb...), marker...), plainBatch...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "--records", "--plugin-dir", t.TempDir(), seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out, "\n")
+	want := fmt.Sprintf("deleteHorizonMs: %d ", int64(horizon))
+	var batches []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "baseOffset:") {
+			batches = append(batches, l)
+		}
+	}
+	if len(batches) != 3 || !strings.Contains(batches[0], want) || !strings.Contains(batches[1], want) || strings.Contains(batches[2], "deleteHorizonMs") {
+		t.Fatalf("want %q on the first two batches only:\n%s", want, out)
+	}
+	if !strings.Contains(out, fmt.Sprintf("| offset: 1 CreateTime: %d endTxnMarker: ABORT coordinatorEpoch: 5", int64(ts))) {
+		t.Errorf("the stamped marker's record lost its timestamp:\n%s", out)
+	}
+	out, err = run(t, "--records", "--plugin-dir", t.TempDir(), "-o", "json", seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dumps []logdump.FileDump
+	if err := json.Unmarshal([]byte(out), &dumps); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	bs := dumps[0].Batches
+	if bs[0].DeleteHorizonMs == nil || *bs[0].DeleteHorizonMs != horizon || bs[2].DeleteHorizonMs != nil || bs[0].Records[0].Timestamp != ts {
+		t.Errorf("json batches: %+v", bs)
+	}
+}

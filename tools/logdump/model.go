@@ -21,24 +21,29 @@ type FileDump struct {
 
 // Batch is one record batch's header as stored, plus where it sits.
 type Batch struct {
-	BaseOffset           int64    `json:"base_offset" yaml:"base_offset"`
-	LastOffset           int64    `json:"last_offset" yaml:"last_offset"`
-	Count                int32    `json:"count" yaml:"count"`
-	Codec                string   `json:"codec" yaml:"codec"`
-	ProducerID           int64    `json:"producer_id" yaml:"producer_id"`
-	ProducerEpoch        int16    `json:"producer_epoch" yaml:"producer_epoch"`
-	BaseSequence         int32    `json:"base_sequence" yaml:"base_sequence"`
-	PartitionLeaderEpoch int32    `json:"partition_leader_epoch" yaml:"partition_leader_epoch"`
-	Transactional        bool     `json:"transactional" yaml:"transactional"`
-	Control              bool     `json:"control" yaml:"control"`
-	TimestampType        string   `json:"timestamp_type" yaml:"timestamp_type"`
-	CreateTimestamp      int64    `json:"create_timestamp" yaml:"create_timestamp"`
-	MaxTimestamp         int64    `json:"max_timestamp" yaml:"max_timestamp"`
-	Position             int64    `json:"position" yaml:"position"`
-	Size                 int      `json:"size" yaml:"size"`
-	CRC                  uint32   `json:"crc" yaml:"crc"`
-	CRCValid             bool     `json:"crc_valid" yaml:"crc_valid"`
-	Records              []Record `json:"records,omitempty" yaml:"records,omitempty"`
+	BaseOffset           int64  `json:"base_offset" yaml:"base_offset"`
+	LastOffset           int64  `json:"last_offset" yaml:"last_offset"`
+	Count                int32  `json:"count" yaml:"count"`
+	Codec                string `json:"codec" yaml:"codec"`
+	ProducerID           int64  `json:"producer_id" yaml:"producer_id"`
+	ProducerEpoch        int16  `json:"producer_epoch" yaml:"producer_epoch"`
+	BaseSequence         int32  `json:"base_sequence" yaml:"base_sequence"`
+	PartitionLeaderEpoch int32  `json:"partition_leader_epoch" yaml:"partition_leader_epoch"`
+	Transactional        bool   `json:"transactional" yaml:"transactional"`
+	Control              bool   `json:"control" yaml:"control"`
+	TimestampType        string `json:"timestamp_type" yaml:"timestamp_type"`
+	CreateTimestamp      int64  `json:"create_timestamp" yaml:"create_timestamp"`
+	// DeleteHorizonMs is set on a batch the log cleaner stamped (KIP-534):
+	// its tombstones, or the batch when it is a marker, may go from then
+	// on. The header's first timestamp holds it, so CreateTimestamp is the
+	// same value, not a record's time.
+	DeleteHorizonMs *int64   `json:"delete_horizon_ms,omitempty" yaml:"delete_horizon_ms,omitempty"`
+	MaxTimestamp    int64    `json:"max_timestamp" yaml:"max_timestamp"`
+	Position        int64    `json:"position" yaml:"position"`
+	Size            int      `json:"size" yaml:"size"`
+	CRC             uint32   `json:"crc" yaml:"crc"`
+	CRCValid        bool     `json:"crc_valid" yaml:"crc_valid"`
+	Records         []Record `json:"records,omitempty" yaml:"records,omitempty"`
 }
 
 // Record is one decoded record.

@@ -20,10 +20,14 @@ func writeText(out io.Writer, dumps []FileDump) error {
 		fmt.Fprintf(w, "Dumping %s\n", d.Path)
 		fmt.Fprintf(w, "Starting offset: %d\n", d.BaseOffset)
 		for _, b := range d.Batches {
-			fmt.Fprintf(w, "baseOffset: %d lastOffset: %d count: %d codec: %s producerId: %d producerEpoch: %d baseSequence: %d partitionLeaderEpoch: %d isTransactional: %t isControl: %t %s: %d maxTimestamp: %d position: %d size: %d crc: %d crcValid: %t\n",
+			fmt.Fprintf(w, "baseOffset: %d lastOffset: %d count: %d codec: %s producerId: %d producerEpoch: %d baseSequence: %d partitionLeaderEpoch: %d isTransactional: %t isControl: %t ",
 				b.BaseOffset, b.LastOffset, b.Count, b.Codec, b.ProducerID, b.ProducerEpoch, b.BaseSequence,
-				b.PartitionLeaderEpoch, b.Transactional, b.Control, b.TimestampType, b.CreateTimestamp, b.MaxTimestamp,
-				b.Position, b.Size, b.CRC, b.CRCValid)
+				b.PartitionLeaderEpoch, b.Transactional, b.Control)
+			if b.DeleteHorizonMs != nil {
+				fmt.Fprintf(w, "deleteHorizonMs: %d ", *b.DeleteHorizonMs)
+			}
+			fmt.Fprintf(w, "%s: %d maxTimestamp: %d position: %d size: %d crc: %d crcValid: %t\n",
+				b.TimestampType, b.CreateTimestamp, b.MaxTimestamp, b.Position, b.Size, b.CRC, b.CRCValid)
 			for _, r := range b.Records {
 				if r.Control != "" {
 					fmt.Fprintf(w, "| offset: %d %s: %d endTxnMarker: %s", r.Offset, b.TimestampType, r.Timestamp, r.Control)

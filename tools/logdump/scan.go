@@ -139,13 +139,17 @@ func batchOf(h batch.Header, pos int64, crcValid bool) Batch {
 	if h.LogAppendTime() {
 		tsType = "LogAppendTime"
 	}
-	return Batch{
+	b := Batch{
 		BaseOffset: h.BaseOffset, LastOffset: h.LastOffset(), Count: h.NumRecords, Codec: codec.NameForID(h.Compression()),
 		ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, BaseSequence: h.BaseSequence,
 		PartitionLeaderEpoch: h.PartitionLeaderEpoch, Transactional: h.Transactional(), Control: h.Control(),
 		TimestampType: tsType, CreateTimestamp: h.FirstTimestamp, MaxTimestamp: h.MaxTimestamp,
 		Position: pos, Size: int(h.Size()), CRC: h.CRC, CRCValid: crcValid,
 	}
+	if horizon, ok := h.DeleteHorizon(); ok {
+		b.DeleteHorizonMs = &horizon
+	}
+	return b
 }
 
 func decodeRecords(ctx context.Context, b []byte, h batch.Header, codecs batch.Codecs, dec decoder) ([]Record, error) {
