@@ -29,17 +29,18 @@ if [ -z "$zk_jar" ]; then
   fi
 fi
 
-# nftables and iproute2 for the multi-host network fault tests (test/netns,
-# internal/nethost: network namespaces, veth, a bridge, nft rules); they need
-# root and skip, loudly, without it.
-if ! command -v nft >/dev/null || ! command -v ip >/dev/null; then
+# nftables, iptables and iproute2 for the multi-host network fault tests
+# (test/netns, internal/nethost: network namespaces, veth, a bridge, nft
+# rules, and iptables' NFQUEUE target for delays); they need root and skip,
+# loudly, without it.
+if ! command -v nft >/dev/null || ! command -v ip >/dev/null || ! command -v iptables >/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    say "installing nftables and iproute2 for the network fault tests"
+    say "installing nftables, iptables and iproute2 for the network fault tests"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq nftables iproute2 >/dev/null
+    apt-get install -y -qq nftables iptables iproute2 >/dev/null
   else
-    say "nft or ip is missing and this is not a root Debian machine: the network fault tests will be skipped."
+    say "nft, iptables or ip is missing and this is not a root Debian machine: the network fault tests will be skipped."
   fi
 fi
 

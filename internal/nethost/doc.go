@@ -4,8 +4,9 @@
 // in a host under `ip netns exec`, and the test process dials from a host
 // through a thread that entered its namespace. Faults are real: nftables
 // rules on the hub's bridge drop packets between hosts (both ways or one
-// way, all or a random share of them), and tc netem delays and reorders
-// them on a host's link where the kernel has netem.
+// way, all or a random share of them), and a netfilter queue in a host,
+// served by the test process, delays and reorders what it sends (queue.go:
+// user space instead of tc netem, which many kernels lack).
 //
 // Everything is created under a name prefix unique to the run (ktn<pid>-<n>-)
 // and removed when the test ends; namespaces left by a run that was killed

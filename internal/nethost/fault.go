@@ -3,8 +3,7 @@ package nethost
 import (
 	"errors"
 	"fmt"
-	"os"
-	"strings"
+	"strconv"
 )
 
 // The faults are rules in the hub's bridge (table bridge ktool, chain faults),
@@ -45,6 +44,22 @@ func (l *Lab) Isolate(h *Host) error {
 // Loss drops percent (1..100) of the packets sent or received by h, each
 // packet drawn at random.
 func (l *Lab) Loss(h *Host, percent int) error {
+	return l.loss(percent, []string{"ip saddr " + h.ip, "ip daddr " + h.ip})
+}
+
+// LinkLoss drops percent (1..100) of the packets between a and b, both ways,
+// each packet drawn at random; their traffic with other hosts is untouched.
+func (l *Lab) LinkLoss(a, b *Host, percent int) error {
+	if a == b {
+		return fmt.Errorf("nethost: link loss from %s to itself", a.name)
+	}
+	return l.loss(percent, []string{
+		fmt.Sprintf("ip saddr %s ip daddr %s", a.ip, b.ip),
+		fmt.Sprintf("ip saddr %s ip daddr %s", b.ip, a.ip),
+	})
+}
+
+func (l *Lab) loss(percent int, matches []string) error {
 	if percent < 1 || percent > 100 {
 		return fmt.Errorf("nethost: loss %d%%: want 1..100", percent)
 	}
@@ -52,47 +67,55 @@ func (l *Lab) Loss(h *Host, percent int) error {
 	if percent == 100 {
 		draw = ""
 	}
-	for _, dir := range []string{"saddr", "daddr"} {
-		if err := l.rule(fmt.Sprintf("ip %s %s%s drop", dir, h.ip, draw)); err != nil {
+	for _, m := range matches {
+		if err := l.rule(m + draw + " drop"); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// ErrNoNetem is returned by Netem when the kernel lacks tc netem.
-var ErrNoNetem = errors.New("the kernel has no tc netem (CONFIG_NET_SCH_NETEM): delay and reordering cannot be emulated")
-
-// Netem puts a netem queue with args (such as "delay 100ms 50ms reorder 25%")
-// on h's link, for the packets h sends; Heal removes it.
-func (l *Lab) Netem(h *Host, args string) error {
-	if err := NetemAvailable(); err != nil {
-		return err
-	}
+// Delay holds every packet h sends to the hosts of to (to every host when to
+// is empty) for d (queue.go): with jitter, packets are reordered. A host has
+// one delay at a time; Heal removes it.
+func (l *Lab) Delay(h *Host, d Delay, to ...*Host) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	verb := "add"
-	if l.netem[h] {
-		verb = "change"
+	if l.closed {
+		return errors.New("nethost: the lab is closed")
 	}
-	if err := run(append([]string{"ip", "netns", "exec", h.ns, "tc", "qdisc", verb, "dev", "eth0", "root", "netem"}, strings.Fields(args)...)...); err != nil {
+	if _, ok := l.queues[h]; ok {
+		return fmt.Errorf("nethost: host %s is delayed already", h.name)
+	}
+	q, err := openQueue(h, d)
+	if err != nil {
 		return err
 	}
-	l.netem[h] = true
+	l.queues[h] = q
+	rule := []string{"ip", "netns", "exec", h.ns, "iptables", "-w", "-A", "OUTPUT", "-o", "eth0"}
+	// --queue-bypass: should the queue be gone (the test process killed),
+	// packets pass instead of being dropped.
+	target := []string{"-j", "NFQUEUE", "--queue-num", strconv.Itoa(queueNum), "--queue-bypass"}
+	if len(to) == 0 {
+		return run(append(rule, target...)...)
+	}
+	for _, o := range to {
+		if err := run(append(append(rule, "-d", o.ip), target...)...); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// NetemAvailable says why tc netem cannot be used here, if it cannot.
-func NetemAvailable() error {
-	probe := fmt.Sprintf("%s%d-netem%d", prefix, os.Getpid(), labSeq.Add(1))
-	if err := run("ip", "netns", "add", probe); err != nil {
-		return err
+// Delayed is how many packets were held by delays so far.
+func (l *Lab) Delayed() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := l.delayed
+	for _, q := range l.queues {
+		n += q.queued.Load()
 	}
-	defer run("ip", "netns", "del", probe)
-	if err := run("ip", "netns", "exec", probe, "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"); err != nil {
-		return fmt.Errorf("%w: %v", ErrNoNetem, err)
-	}
-	return nil
+	return n
 }
 
 // Heal removes every fault.
@@ -100,11 +123,20 @@ func (l *Lab) Heal() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	errs := []error{run("ip", "netns", "exec", l.hub, "nft", "flush chain bridge ktool faults")}
-	for h := range l.netem {
-		errs = append(errs, run("ip", "netns", "exec", h.ns, "tc", "qdisc", "del", "dev", "eth0", "root"))
-		delete(l.netem, h)
-	}
+	errs = append(errs, l.undelayLocked()...)
 	return errors.Join(errs...)
+}
+
+// undelayLocked removes every delay: the rules first, so that nothing more
+// is queued, then the queues, which let go of what they hold. mu held.
+func (l *Lab) undelayLocked() []error {
+	var errs []error
+	for h, q := range l.queues {
+		errs = append(errs, run("ip", "netns", "exec", h.ns, "iptables", "-w", "-F", "OUTPUT"), q.close())
+		l.delayed += q.queued.Load()
+		delete(l.queues, h)
+	}
+	return errs
 }
 
 // Rules lists the fault rules in force, for logs.

@@ -34,10 +34,11 @@ type Lab struct {
 	name string // ktn<pid>-<n>-
 	hub  string
 
-	mu     sync.Mutex
-	hosts  []*Host
-	netem  map[*Host]bool
-	closed bool
+	mu      sync.Mutex
+	hosts   []*Host
+	queues  map[*Host]*delayQueue
+	delayed uint64 // packets held by the delays removed so far
+	closed  bool
 }
 
 // Host is one network namespace on the lab's bridge.
@@ -73,7 +74,7 @@ func New(t testing.TB) *Lab {
 	if err := SweepStale(); err != nil {
 		t.Logf("nethost: removing stale namespaces: %v", err)
 	}
-	l := &Lab{t: t, name: fmt.Sprintf("%s%d-%d-", prefix, os.Getpid(), labSeq.Add(1)), netem: map[*Host]bool{}}
+	l := &Lab{t: t, name: fmt.Sprintf("%s%d-%d-", prefix, os.Getpid(), labSeq.Add(1)), queues: map[*Host]*delayQueue{}}
 	l.hub = l.name + "hub"
 	t.Cleanup(l.Close)
 	steps := [][]string{
@@ -93,14 +94,15 @@ func New(t testing.TB) *Lab {
 }
 
 // Available says why this machine cannot run labs, if it cannot: it needs
-// root, ip and nft, and a network namespace it can create.
+// root, ip, nft and iptables, a network namespace it can create, and the
+// kernel's nftables and NFQUEUE target in it.
 func Available() error {
 	if os.Geteuid() != 0 {
 		return errors.New("network namespaces need root (run the test as root)")
 	}
-	for _, cmd := range []string{"ip", "nft"} {
+	for _, cmd := range []string{"ip", "nft", "iptables"} {
 		if _, err := exec.LookPath(cmd); err != nil {
-			return fmt.Errorf("%s is not installed (apt-get install iproute2 nftables): %w", cmd, err)
+			return fmt.Errorf("%s is not installed (apt-get install iproute2 nftables iptables): %w", cmd, err)
 		}
 	}
 	probe := fmt.Sprintf("%s%d-probe%d", prefix, os.Getpid(), labSeq.Add(1))
@@ -110,6 +112,9 @@ func Available() error {
 	defer run("ip", "netns", "del", probe)
 	if err := run("ip", "netns", "exec", probe, "nft", "add table bridge probe"); err != nil {
 		return fmt.Errorf("nftables does not work in a network namespace: %w", err)
+	}
+	if err := run("ip", "netns", "exec", probe, "iptables", "-w", "-A", "OUTPUT", "-o", "lo", "-j", "NFQUEUE", "--queue-bypass"); err != nil {
+		return fmt.Errorf("iptables' NFQUEUE target (CONFIG_NETFILTER_XT_TARGET_NFQUEUE, for delays) does not work in a network namespace: %w", err)
 	}
 	return nil
 }
@@ -226,6 +231,11 @@ func (l *Lab) Close() {
 		return
 	}
 	l.closed = true
+	for _, err := range l.undelayLocked() {
+		if err != nil {
+			l.t.Logf("nethost: %v", err)
+		}
+	}
 	for _, h := range l.hosts {
 		if err := run("ip", "netns", "del", h.ns); err != nil {
 			l.t.Logf("nethost: %v", err)

@@ -3,13 +3,19 @@ package nethost
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // echo serves one-line echoes on h:port until the test ends.
@@ -131,14 +137,216 @@ func TestFaults(t *testing.T) {
 	}
 }
 
-func TestNetem(t *testing.T) {
-	l := New(t)
-	a, b := l.Host("a"), l.Host("b")
-	if err := NetemAvailable(); err != nil {
-		t.Skipf("\n\n*** SKIPPING %s: %v ***\n\n", t.Name(), err)
+// sink counts the numbered datagrams that reach h on port 7001, keeping
+// their order and their delays (the sender stamps its clock: both ends are
+// this process).
+type sink struct {
+	mu    sync.Mutex
+	seqs  []uint64
+	delay []time.Duration
+	addr  string
+}
+
+func newSink(t *testing.T, h *Host) *sink {
+	t.Helper()
+	var pc net.PacketConn
+	if err := h.inside(func() error {
+		var err error
+		pc, err = net.ListenPacket("udp", h.IP()+":7001")
+		return err
+	}); err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(func() { pc.Close() })
+	// Bursts of thousands of datagrams must not overflow the socket.
+	raw, err := pc.(*net.UDPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 16<<20) })
+	s := &sink{addr: pc.LocalAddr().String()}
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			n, _, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			if n != 16 {
+				continue
+			}
+			sent := time.Unix(0, int64(binary.BigEndian.Uint64(buf[8:])))
+			s.mu.Lock()
+			s.seqs = append(s.seqs, binary.BigEndian.Uint64(buf))
+			s.delay = append(s.delay, time.Since(sent))
+			s.mu.Unlock()
+		}
+	}()
+	return s
+}
+
+// take waits until n datagrams arrived (10 s at most) and returns them,
+// emptying the sink.
+func (s *sink) take(t *testing.T, n int) ([]uint64, []time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.mu.Lock()
+		got := len(s.seqs)
+		if got >= n {
+			seqs, delay := s.seqs, s.delay
+			s.seqs, s.delay = nil, nil
+			s.mu.Unlock()
+			return seqs, delay
+		}
+		s.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d datagrams arrived in 10 s", got, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// send sends n numbered datagrams from h to addr, gap apart.
+func send(t *testing.T, h *Host, addr string, n int, gap time.Duration) {
+	t.Helper()
+	c, err := h.DialContext(context.Background(), "udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// A held packet counts against its socket's send buffer until it is
+	// let go: without room for the whole burst, Write would block.
+	raw, err := c.(*net.UDPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 16<<20) })
+	for i := range n {
+		b := binary.BigEndian.AppendUint64(nil, uint64(i))
+		b = binary.BigEndian.AppendUint64(b, uint64(time.Now().UnixNano()))
+		if _, err := c.Write(b); err != nil {
+			t.Fatal(err)
+		}
+		if gap > 0 {
+			time.Sleep(gap)
+		}
+	}
+}
+
+// inversions counts the datagrams that arrived after one numbered higher.
+func inversions(seqs []uint64) int {
+	n := 0
+	var top uint64
+	for i, s := range seqs {
+		if i > 0 && s < top {
+			n++
+		}
+		top = max(top, s)
+	}
+	return n
+}
+
+// TestDelay sends numbered datagrams through delays: every one arrives (a
+// delay loses nothing), none sooner than its least delay, in order without
+// jitter and out of order with it, only to the hosts delayed; the kernel's
+// queue overflowing lets packets through undelayed; Heal releases what is
+// held at once; a queue gone (its process killed) lets packets pass.
+func TestDelay(t *testing.T) {
+	l := New(t)
+	a, b, c := l.Host("a"), l.Host("b"), l.Host("c")
+	toB, toC := newSink(t, b), newSink(t, c)
+
+	send(t, a, toB.addr, 100, 0)
+	if seqs, _ := toB.take(t, 100); inversions(seqs) != 0 {
+		t.Fatalf("undelayed datagrams reordered: %v", seqs)
+	}
+
+	// A link: a to b only.
+	if err := l.Delay(a, Delay{Base: 100 * time.Millisecond}, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Delay(a, Delay{Base: time.Millisecond}); err == nil {
+		t.Fatal("a second delay on one host accepted")
+	}
+	send(t, a, toB.addr, 100, 0)
+	send(t, a, toC.addr, 100, 0)
+	seqs, delays := toB.take(t, 100)
+	if n := inversions(seqs); n != 0 {
+		t.Errorf("delay without jitter reordered %d datagrams", n)
+	}
+	if d := slices.Min(delays); d < 100*time.Millisecond {
+		t.Errorf("a datagram held %v, less than the delay of 100 ms", d)
+	}
+	toC.take(t, 100)
+	if n := l.Delayed(); n != 100 {
+		t.Errorf("%d packets held, want the 100 sent to b (none of those to c)", n)
+	}
+	if err := l.Heal(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The whole host, with jitter: reordered.
+	if err := l.Delay(a, Delay{Base: 100 * time.Millisecond, Jitter: 50 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	send(t, a, toB.addr, 200, time.Millisecond)
+	seqs, delays = toB.take(t, 200)
+	if n := inversions(seqs); n == 0 {
+		t.Errorf("a delay of 100 ms ± 50 ms reordered none of 200 datagrams 1 ms apart")
+	}
+	if d := slices.Min(delays); d < 50*time.Millisecond {
+		t.Errorf("a datagram held %v, less than the least delay of 50 ms", d)
+	}
+	if err := l.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	send(t, a, toB.addr, 100, 0)
+	if seqs, _ := toB.take(t, 100); inversions(seqs) != 0 {
+		t.Fatalf("datagrams reordered after heal: %v", seqs)
+	}
+	if n := l.Delayed(); n != 300 {
+		t.Errorf("%d packets held, want 300 (none after heal)", n)
+	}
+
+	// Long delays: the kernel holds queueMaxLen packets and lets the rest
+	// through undelayed; Heal releases the held ones long before their time.
+	if err := l.Delay(a, Delay{Base: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	const burst = 2 * queueMaxLen
+	send(t, a, toB.addr, burst, 0)
+	seqs, _ = toB.take(t, burst-queueMaxLen)
+	toB.mu.Lock()
+	toB.seqs, toB.delay = seqs, nil
+	toB.mu.Unlock()
+	if err := l.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	if seqs, _ := toB.take(t, burst); len(seqs) != burst {
+		t.Fatalf("%d datagrams arrived, want %d", len(seqs), burst)
+	}
+
+	// The queue gone while its rule stays (as when the test process is
+	// killed): --queue-bypass lets packets pass.
+	if err := l.Delay(a, Delay{Base: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	if err := l.queues[a].close(); err != nil {
+		t.Error(err)
+	}
+	delete(l.queues, a)
+	l.mu.Unlock()
+	send(t, a, toB.addr, 100, 0)
+	toB.take(t, 100)
+	if err := run(append(a.Exec(), "iptables", "-w", "-F", "OUTPUT")...); err != nil {
+		t.Fatal(err)
+	}
+
+	// TCP through a delay of 300 ms on a's packets.
 	addr := echo(t, b)
-	if err := l.Netem(a, "delay 300ms"); err != nil {
+	if err := l.Delay(a, Delay{Base: 300 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -146,10 +354,45 @@ func TestNetem(t *testing.T) {
 		t.Fatal(err)
 	}
 	if d := time.Since(start); d < 300*time.Millisecond {
-		t.Fatalf("round trip with 300 ms delay took %v", d)
+		t.Fatalf("round trip with a 300 ms delay took %v", d)
 	}
 	if err := l.Heal(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestDelayRejectsBadValues(t *testing.T) {
+	for _, d := range []Delay{{Base: -time.Millisecond}, {Base: time.Millisecond, Jitter: 2 * time.Millisecond}, {Base: 0, Jitter: -1}} {
+		if _, err := openQueue(nil, d); err == nil {
+			t.Errorf("delay %v accepted", d)
+		}
+	}
+}
+
+func TestParseMessagesChecksLengths(t *testing.T) {
+	good := message(nfqnlMsgPacket, 0, 7, attr(nfqaPacketHdr, []byte{0, 0, 0, 42, 8, 0, 3}))
+	msgs, err := parseMessages(good)
+	if err != nil || len(msgs) != 1 || msgs[0].seq != 7 {
+		t.Fatalf("parse: %v %v", msgs, err)
+	}
+	if id, ok := packetID(msgs[0].body); !ok || id != 42 {
+		t.Fatalf("packet id %d %v, want 42", id, ok)
+	}
+	long := slices.Clone(good)
+	binary.NativeEndian.PutUint32(long, uint32(len(good)+1))
+	if _, err := parseMessages(long); err == nil {
+		t.Error("a message longer than the datagram accepted")
+	}
+	if _, err := parseMessages(good[:10]); err == nil {
+		t.Error("a short header accepted")
+	}
+	badAttr := slices.Clone(msgs[0].body)
+	binary.NativeEndian.PutUint16(badAttr[4:], 200)
+	if _, ok := packetID(badAttr); ok {
+		t.Error("an attribute longer than the message accepted")
+	}
+	if _, ok := packetID(msgs[0].body[:6]); ok {
+		t.Error("a truncated attribute accepted")
 	}
 }
 
