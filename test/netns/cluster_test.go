@@ -41,6 +41,8 @@ func brokerOverrides() []string {
 		"min.insync.replicas=2",
 		"default.replication.factor=3",
 		"offsets.topic.replication.factor=3",
+		"transaction.state.log.replication.factor=3",
+		"transaction.state.log.min.isr=2",
 		"unclean.leader.election.enable=false",
 		"auto.leader.rebalance.enable=false",
 	}
