@@ -103,14 +103,30 @@ func Records(ctx context.Context, codecs Codecs, h Header, b []byte, limit int, 
 	return EachRecord(h, section, fn)
 }
 
+// records is Records parsing each record into *r before calling fn.
+func records(ctx context.Context, codecs Codecs, h Header, b []byte, limit int, r *Record, fn func() error) error {
+	section, err := Section(ctx, codecs, h, b, limit)
+	if err != nil {
+		return err
+	}
+	return eachRecord(h, section, r, fn)
+}
+
 // Scan walks the records of the whole batch b (header h) like Records, but a
 // compressed section from an in-process codec is streamed: records are
 // checked as they come out, so a batch stops at its first bad record and
 // memory holds one record, never the section. The Record fn sees is valid
 // only during the call, and its Raw is nil when streamed.
 func Scan(ctx context.Context, codecs Codecs, h Header, b []byte, limit int, fn func(Record) error) error {
+	var r Record
+	return scan(ctx, codecs, h, b, limit, &r, func() error { return fn(r) })
+}
+
+// scan is Scan parsing each record into *r before calling fn (CheckProduce's
+// walk: see eachRecord).
+func scan(ctx context.Context, codecs Codecs, h Header, b []byte, limit int, r *Record, fn func() error) error {
 	if h.Compression() == codec.IDNone {
-		return EachRecord(h, b[HeaderSize:h.Size()], fn)
+		return eachRecord(h, b[HeaderSize:h.Size()], r, fn)
 	}
 	c, err := lookup(ctx, codecs, h)
 	if err != nil {
@@ -118,14 +134,14 @@ func Scan(ctx context.Context, codecs Codecs, h Header, b []byte, limit int, fn 
 	}
 	s, ok := c.(codec.Streamer)
 	if !ok {
-		return Records(ctx, codecs, h, b, limit, fn)
+		return records(ctx, codecs, h, b, limit, r, fn)
 	}
 	rc, err := s.NewReader(b[HeaderSize:h.Size()])
 	if err != nil {
 		return codecError(h, c.Name(), err)
 	}
 	defer rc.Close()
-	return scanStream(ctx, h, c.Name(), &capped{r: rc, left: int64(codec.Limit(limit))}, fn)
+	return scanStream(ctx, h, c.Name(), &capped{r: rc, left: int64(codec.Limit(limit))}, r, fn)
 }
 
 // capped fails with codec.ErrTooLarge once more than left bytes come out.
@@ -143,9 +159,10 @@ func (c *capped) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func scanStream(ctx context.Context, h Header, name string, src *capped, fn func(Record) error) error {
+func scanStream(ctx context.Context, h Header, name string, src *capped, r *Record, fn func() error) error {
 	br := bufio.NewReaderSize(src, 32<<10)
 	w := recordWalk{h: h, last: -1}
+	r.Raw = nil
 	var buf []byte
 	for w.n < h.NumRecords {
 		if w.n%1024 == 0 {
@@ -173,14 +190,13 @@ func scanStream(ctx context.Context, h Header, name string, src *capped, fn func
 		if _, err := io.ReadFull(br, body); err != nil {
 			return streamError(h, name, w.n, err)
 		}
-		r, err := parseBody(body)
-		if err != nil {
+		if err := parseBody(r, body); err != nil {
 			return fmt.Errorf("record %d of batch %d: %w", w.n, h.BaseOffset, err)
 		}
 		if err := w.next(r); err != nil {
 			return err
 		}
-		if err := fn(r); err != nil {
+		if err := fn(); err != nil {
 			return err
 		}
 	}

@@ -50,7 +50,8 @@ type Rules struct {
 // (MESSAGE_TOO_LARGE). An uncompressed one is read where it lies: no copy,
 // no allocation. Besides maxTimestamp, records is not modified.
 func CheckProduce(ctx context.Context, records []byte, r Rules) (Header, error) {
-	hdrs, err := ValidateProduce(records, r.MaxMessageBytes)
+	var one [1]Header
+	hdrs, err := validate(records, r.MaxMessageBytes, true, one[:0])
 	if err != nil {
 		return Header{}, err
 	}
@@ -63,7 +64,8 @@ func CheckProduce(ctx context.Context, records []byte, r Rules) (Header, error) 
 	}
 	checkTs := r.CreateTime && r.TimestampDiffMaxMs != math.MaxInt64
 	maxTs := int64(-1)
-	err = Scan(ctx, r.Codecs, h, records, DecompressLimit(r.MaxMessageBytes, r.DecompressRatio), func(rec Record) error {
+	var rec Record
+	err = scan(ctx, r.Codecs, h, records, DecompressLimit(r.MaxMessageBytes, r.DecompressRatio), &rec, func() error {
 		ts := h.FirstTimestamp + rec.TimestampDelta
 		if checkTs {
 			if d := ts - r.Now; d > r.TimestampDiffMaxMs || -d > r.TimestampDiffMaxMs {

@@ -32,21 +32,22 @@ func CheckCount(h Header, exact bool) error {
 // and a size of at most maxBatchBytes (0 means no limit). It returns the
 // headers in order. The records themselves are checked by CheckRecords.
 func ValidateProduce(records []byte, maxBatchBytes int) ([]Header, error) {
-	return validate(records, maxBatchBytes, true)
+	return validate(records, maxBatchBytes, true, nil)
 }
 
 // ValidateLog checks batches that come from a log rather than a producer,
 // such as a follower's fetch: as ValidateProduce, but a batch the cleaner
 // thinned may hold fewer records than its offset span.
 func ValidateLog(records []byte) ([]Header, error) {
-	return validate(records, 0, false)
+	return validate(records, 0, false, nil)
 }
 
-func validate(records []byte, maxBatchBytes int, exactCount bool) ([]Header, error) {
+// validate appends the headers to hdrs (CheckProduce's is an array on its
+// stack: one batch allocates nothing).
+func validate(records []byte, maxBatchBytes int, exactCount bool, hdrs []Header) ([]Header, error) {
 	if len(records) == 0 {
 		return nil, fmt.Errorf("no record batches: %w", kerr.InvalidRecord)
 	}
-	var hdrs []Header
 	for pos := 0; pos < len(records); {
 		rest := records[pos:]
 		if len(rest) < LogOverhead {
