@@ -86,6 +86,11 @@ func produce(b *Broker, rc *reqCtx, req *kmsg.ProduceRequest, checks map[replica
 				denied = kerr.TopicAuthorizationFailed.Code
 			}
 		}
+		// The topic's compression.type, looked up at the first partition led here.
+		var ct string
+		var overrides map[string]string
+		resolved := false
+		var inBytes, inRecords int
 		for _, p := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
@@ -106,8 +111,12 @@ func produce(b *Broker, rc *reqCtx, req *kmsg.ProduceRequest, checks map[replica
 				err = fmt.Errorf("%w: cannot append to internal topic %s", kerr.InvalidTopicException, t.Topic)
 			}
 			if err == nil {
-				records := p.Records
-				records, err = b.maybeRecompress(rc.ctx, t.Topic, records)
+				if !resolved {
+					ct, overrides = b.topicCompression(t.Topic)
+					resolved = true
+				}
+				var records []byte
+				records, err = b.maybeRecompress(rc.ctx, ct, overrides, p.Records)
 				if err == nil {
 					res, err = appendProduced(part, records, acks, checks)
 				}
@@ -122,7 +131,8 @@ func produce(b *Broker, rc *reqCtx, req *kmsg.ProduceRequest, checks map[replica
 				rp.LogAppendTime = res.LogAppendTime
 				rp.LogStartOffset = res.LogStartOffset
 				if !res.Duplicate {
-					b.metrics.bytesIn(t.Topic, len(p.Records), res.NumRecords)
+					inBytes += len(p.Records)
+					inRecords += res.NumRecords
 				}
 			}
 			rt.Partitions = append(rt.Partitions, rp)
@@ -130,6 +140,9 @@ func produce(b *Broker, rc *reqCtx, req *kmsg.ProduceRequest, checks map[replica
 				waits = append(waits, pendingAck{p: part, last: res.LastOffset, sync: res.Sync, replicate: acks == -1,
 					ti: len(resp.Topics), pi: len(rt.Partitions) - 1})
 			}
+		}
+		if inBytes > 0 {
+			b.metrics.bytesIn(t.Topic, inBytes, inRecords)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}

@@ -18,15 +18,23 @@ import (
 // coordinator.
 type CodecSource = batch.Codecs
 
-// maybeRecompress rewrites batches to the topic's compression.type. With
-// "producer" (the default) the bytes are returned untouched: no codec
-// compresses on the produce path. Otherwise the batch's records are walked
-// before anything is inflated, decompression stops at the topic's limit
+// topicCompression is a topic's compression.type and its overrides, looked
+// up once per topic of a produce request (the synonym walk of a config
+// lookup is not free), and only for a partition this broker leads: an
+// unknown topic name asks nothing of the store.
+func (b *Broker) topicCompression(topic string) (string, map[string]string) {
+	overrides := b.topicOverrides(topic)
+	return b.cfg.TopicCompression(overrides), overrides
+}
+
+// maybeRecompress rewrites batches to the topic's compression.type ct (from
+// topicCompression, with the topic's overrides). With "producer" (the
+// default) the bytes are returned untouched: no codec compresses on the
+// produce path. Otherwise the batch's records are walked before anything is
+// inflated, decompression stops at the topic's limit
 // (batch.DecompressLimit), and the log validates the rewritten batch again,
 // with the topic's timestamp and key rules, before it is appended.
-func (b *Broker) maybeRecompress(ctx context.Context, topic string, records []byte) ([]byte, error) {
-	overrides := b.topicOverrides(topic)
-	ct := b.cfg.TopicCompression(overrides)
+func (b *Broker) maybeRecompress(ctx context.Context, ct string, overrides map[string]string, records []byte) ([]byte, error) {
 	if ct == "producer" || ct == "" {
 		return records, nil
 	}
