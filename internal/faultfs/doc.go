@@ -18,6 +18,7 @@
 // outlives its server in a way that hangs: the /dev/fuse descriptor is
 // close-on-exec, so only the test process holds it and the kernel aborts the
 // connection (ENOTCONN) when that process dies; Close unmounts (lazily when a
-// file is still open); and Mount first detaches the mounts of this package
-// whose process no longer runs.
+// file is still open) and aborts the connection when a copy of the mount in
+// another mount namespace keeps it alive; and Mount first detaches the
+// mounts of this package whose process no longer runs.
 package faultfs

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -48,6 +49,7 @@ type FS struct {
 	dir, backing string
 	srv          *fuse.Server
 	served       chan struct{} // closed when the server has stopped
+	conn         uint64        // the connection's number in the FUSE control file system
 	closeOnce    sync.Once
 	closeErr     error
 
@@ -113,6 +115,14 @@ func New(backing, dir string) (*FS, error) {
 		f.Close()
 		return nil, err
 	}
+	var mst unix.Stat_t
+	if err := unix.Stat(dir, &mst); err != nil {
+		f.Close()
+		return nil, err
+	}
+	// The control file system names a connection by its device number, as
+	// the kernel encodes it (major << 20 | minor).
+	f.conn = uint64(unix.Major(mst.Dev))<<20 | uint64(unix.Minor(mst.Dev))
 	return f, nil
 }
 
@@ -201,10 +211,13 @@ func (f *FS) fail(op Op) syscall.Errno {
 	return errno
 }
 
-// Close removes the fault and unmounts. A file still open on the mount
-// (a process that has not exited) makes it a lazy unmount: the mount
-// leaves the name space at once and the server answers that process until
-// it closes its files, for up to 10 s, then Close says so.
+// Close removes the fault and unmounts: lazily when a file is still open
+// (a process that has not exited yet). The server stops when the kernel
+// drops the mount; if it has not within 2 s, because a mount namespace
+// created meanwhile (ip netns exec) holds a private copy of the mount, the
+// connection is aborted through the FUSE control file system (mounted on
+// /sys/fs/fuse/connections if missing), and every access left fails with
+// ENOTCONN.
 func (f *FS) Close() error {
 	f.closeOnce.Do(func() {
 		f.Clear()
@@ -218,11 +231,33 @@ func (f *FS) Close() error {
 		}
 		select {
 		case <-f.served:
-		case <-time.After(10 * time.Second):
-			f.closeErr = fmt.Errorf("faultfs: %s is detached, but a process still has a file open on it", f.dir)
+			return
+		case <-time.After(2 * time.Second):
+		}
+		if err := f.abort(); err != nil {
+			f.closeErr = fmt.Errorf("faultfs: %s is unmounted, but its server still runs and the connection could not be aborted: %w", f.dir, err)
+			return
+		}
+		select {
+		case <-f.served:
+		case <-time.After(5 * time.Second):
+			f.closeErr = fmt.Errorf("faultfs: %s: the server still runs 5 s after its connection was aborted", f.dir)
 		}
 	})
 	return f.closeErr
+}
+
+// abort ends the mount's FUSE connection: each request in flight and to
+// come fails, and the server's reads end.
+func (f *FS) abort() error {
+	const ctl = "/sys/fs/fuse/connections"
+	file := filepath.Join(ctl, strconv.FormatUint(f.conn, 10), "abort")
+	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
+		if err := unix.Mount("fusectl", ctl, "fusectl", 0, ""); err != nil && !errors.Is(err, unix.EBUSY) {
+			return fmt.Errorf("mount fusectl on %s: %w", ctl, err)
+		}
+	}
+	return os.WriteFile(file, []byte("1"), 0)
 }
 
 // Mount gives a test a faulty loopback of a new temporary directory,

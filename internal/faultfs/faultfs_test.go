@@ -285,3 +285,47 @@ func TestChildrenDoNotInheritTheConnection(t *testing.T) {
 		t.Fatalf("a child process holds the FUSE connection:\n%s", out)
 	}
 }
+
+// TestCloseWithACopyInAnotherNamespace: a mount namespace created while the
+// file system is mounted (as ip netns exec creates one for each command)
+// holds a private copy of the mount, so unmounting does not end the
+// connection; Close aborts it.
+func TestCloseWithACopyInAnotherNamespace(t *testing.T) {
+	f := Mount(t)
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skipf("unshare (util-linux) is missing: %v", err)
+	}
+	holder := exec.Command("unshare", "--mount", "--propagation", "private", "sleep", "60")
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		holder.Process.Kill()
+		holder.Wait()
+	}()
+	waitForNamespace(t, holder.Process.Pid, f.Dir())
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if mounted(t, f.Dir()) {
+		t.Fatalf("%s still mounted after Close", f.Dir())
+	}
+}
+
+// waitForNamespace waits until process pid sees a mount on dir.
+func waitForNamespace(t *testing.T, pid int, dir string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, _ := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", pid))
+		self, _ := os.Readlink("/proc/self/ns/mnt")
+		other, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", pid))
+		if other != "" && other != self && strings.Contains(string(info), dir) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d has no namespace of its own with %s in it", pid, dir)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
