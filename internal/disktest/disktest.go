@@ -1,8 +1,8 @@
 // Package disktest gives tests real small file systems to fill up: a tmpfs
 // of a given size mounted on a new temporary directory. It needs root (mount);
 // without it the test is skipped with a loud message saying what did not run.
-// Disks that return EIO (device-mapper error or flakey targets) are not
-// offered: the kernel this project is tested on has no device-mapper driver
+// Disks that return EIO are internal/faultfs (FUSE): the kernel this project
+// is tested on has no device-mapper driver for error or flakey targets
 // (dmsetup: /dev/mapper/control: No such device).
 package disktest
 
