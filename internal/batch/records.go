@@ -77,19 +77,33 @@ func ParseRecord(b []byte) (Record, []byte, error) {
 // produce request's time goes").
 func parseBody(r *Record, body []byte) error {
 	r.Attributes = int8(body[0])
-	var i int
-	if r.TimestampDelta, i = varintAt(body, 1); i < 0 {
+	// Each varint is read by varintShort, inlined, when it takes one or two
+	// bytes (every field of a record of up to 8 KiB but a timestamp delta
+	// past 8 s), else by varintAt.
+	var n int64
+	i := 1
+	if n, i = varintShort(body, 1); i < 0 {
+		n, i = varintAt(body, 1)
+	}
+	if i < 0 {
 		return recordError("timestamp delta is not a varint")
 	}
-	var off int64
-	if off, i = varintAt(body, i); i < 0 || off < 0 || off > math.MaxInt32 {
+	r.TimestampDelta = n
+	j := i
+	if n, i = varintShort(body, j); i < 0 {
+		n, i = varintAt(body, j)
+	}
+	if i < 0 || n < 0 || n > math.MaxInt32 {
 		return recordError("offset delta is not a varint in [0, 2^31)")
 	}
-	r.OffsetDelta = int32(off)
+	r.OffsetDelta = int32(n)
 	// Key and value are read inline (bytesAt is too big to inline): they
 	// are in every record.
-	var n int64
-	if n, i = varintAt(body, i); i < 0 || n < -1 || n > int64(len(body)-i) {
+	j = i
+	if n, i = varintShort(body, j); i < 0 {
+		n, i = varintAt(body, j)
+	}
+	if i < 0 || n < -1 || n > int64(len(body)-i) {
 		return recordError("key length does not fit the record")
 	}
 	r.Key = nil
@@ -97,7 +111,11 @@ func parseBody(r *Record, body []byte) error {
 		r.Key = body[i : i+int(n) : i+int(n)]
 		i += int(n)
 	}
-	if n, i = varintAt(body, i); i < 0 || n < -1 || n > int64(len(body)-i) {
+	j = i
+	if n, i = varintShort(body, j); i < 0 {
+		n, i = varintAt(body, j)
+	}
+	if i < 0 || n < -1 || n > int64(len(body)-i) {
 		return recordError("value length does not fit the record")
 	}
 	r.Value = nil
@@ -105,9 +123,13 @@ func parseBody(r *Record, body []byte) error {
 		r.Value = body[i : i+int(n) : i+int(n)]
 		i += int(n)
 	}
+	j = i
 	var count int64
+	if count, i = varintShort(body, j); i < 0 {
+		count, i = varintAt(body, j)
+	}
 	// A header takes at least two bytes, which bounds the count before any loop.
-	if count, i = varintAt(body, i); i < 0 || count < 0 || count > int64(len(body)-i)/2 {
+	if i < 0 || count < 0 || count > int64(len(body)-i)/2 {
 		return recordError("header count does not fit the record")
 	}
 	r.NumHeaders = int(count)
@@ -125,6 +147,24 @@ func parseBody(r *Record, body []byte) error {
 		return fmt.Errorf("record has %d bytes after its headers: %w", len(body)-i, kerr.InvalidRecord)
 	}
 	return nil
+}
+
+// varintShort reads the zigzag varint at b[i:] when it takes one or two
+// bytes, as varintAt would; the index after it is -1 when it is longer or
+// cut short (then varintAt says which). Small enough to inline, which
+// varintAt with this fast path in front of its loop is not.
+func varintShort(b []byte, i int) (int64, int) {
+	if uint(i) >= uint(len(b)) {
+		return 0, -1
+	}
+	ux, j := uint64(b[i]), i+1
+	if ux >= 0x80 {
+		if uint(j) >= uint(len(b)) || b[j] >= 0x80 {
+			return 0, -1
+		}
+		ux, j = ux&0x7f|uint64(b[j])<<7, j+1
+	}
+	return int64(ux>>1) ^ -int64(ux&1), j
 }
 
 // varintAt reads the zigzag varint at b[i:] and returns it with the index
@@ -208,7 +248,10 @@ func eachRecord(h Header, section []byte, r *Record, fn func() error) error {
 	w := recordWalk{h: h, last: -1}
 	i := 0
 	for i < len(section) && w.n < h.NumRecords {
-		length, j := varintAt(section, i)
+		length, j := varintShort(section, i)
+		if j < 0 {
+			length, j = varintAt(section, i)
+		}
 		if j < 0 || length < minRecordLength || length > int64(len(section)-j) {
 			_, _, err := ParseRecord(section[i:]) // says which
 			return fmt.Errorf("record %d of batch %d: %w", w.n, h.BaseOffset, err)
