@@ -94,6 +94,12 @@ scripts/bench/cluster.sh --skip-throughput -f 1000 -r 1 --idle-seconds 2
 say "A/B benches, short"
 scripts/bench/ab.sh short
 
+# The short version of the transactions bench (README "Transactions"):
+# idempotent against 100- and 10,000-record transactions, 20,000 records each,
+# one broker; the ratios are printed, not judged.
+say "transactions bench, short"
+scripts/bench/txn.sh --short
+
 fuzztime=${KTOOL_FUZZTIME:-5s}
 say "fuzz (${fuzztime} each)"
 # Every target runs, whatever the others do; a failing one prints its whole
