@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,6 +28,22 @@ type RawBatch struct {
 // order. Segment boundaries do not show in the result. It fails on a torn or
 // inconsistent batch, and when the batches do not reach hw.
 func ReadBatches(dir string, hw int64) ([]RawBatch, error) {
+	out, err := scanBatches(dir, hw)
+	if err != nil {
+		return nil, err
+	}
+	if hw > 0 && (len(out) == 0 || out[len(out)-1].last+1 < hw) {
+		end := int64(0)
+		if len(out) > 0 {
+			end = out[len(out)-1].last + 1
+		}
+		return nil, fmt.Errorf("batches end at offset %d, below the high watermark %d", end, hw)
+	}
+	return out, nil
+}
+
+// scanBatches reads the batches of dir whose base offset is below hw.
+func scanBatches(dir string, hw int64) ([]RawBatch, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -68,14 +85,19 @@ func ReadBatches(dir string, hw int64) ([]RawBatch, error) {
 			out = append(out, RawBatch{base: base, last: last, bytes: bt})
 		}
 	}
-	if hw > 0 && (len(out) == 0 || out[len(out)-1].last+1 < hw) {
-		end := int64(0)
-		if len(out) > 0 {
-			end = out[len(out)-1].last + 1
-		}
-		return nil, fmt.Errorf("batches end at offset %d, below the high watermark %d", end, hw)
-	}
 	return out, nil
+}
+
+// LogEnd is the log end offset of the partition directory dir: the offset
+// after its last whole batch (0 when it has none). For the log of a stopped
+// (SIGSTOP) broker: it writes each append with one write, so its files hold
+// whole batches.
+func LogEnd(dir string) (int64, error) {
+	bs, err := scanBatches(dir, math.MaxInt64)
+	if err != nil || len(bs) == 0 {
+		return 0, err
+	}
+	return bs[len(bs)-1].last + 1, nil
 }
 
 // DiffBatches describes the first difference between two replicas' batch

@@ -67,6 +67,22 @@ func TestReadBatchesAcrossSegments(t *testing.T) {
 	}
 }
 
+func TestLogEnd(t *testing.T) {
+	dir := t.TempDir()
+	if end, err := LogEnd(dir); err != nil || end != 0 {
+		t.Fatalf("empty log: end %d, %v", end, err)
+	}
+	writeSegment(t, dir, 0, fakeBatch(0, 3, 'a'))
+	writeSegment(t, dir, 3, fakeBatch(3, 2, 'b'), fakeBatch(5, 4, 'c'))
+	if end, err := LogEnd(dir); err != nil || end != 9 {
+		t.Fatalf("end %d, %v; want 9", end, err)
+	}
+	writeSegment(t, dir, 9, fakeBatch(9, 1, 'd')[:20])
+	if _, err := LogEnd(dir); err == nil {
+		t.Fatal("a torn batch accepted")
+	}
+}
+
 func TestReadBatchesRejectsDamage(t *testing.T) {
 	for name, segs := range map[string][][]byte{
 		"torn":  {fakeBatch(0, 3, 'a'), fakeBatch(3, 2, 'b')[:20]},
