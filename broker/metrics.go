@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"time"
 
@@ -157,6 +158,15 @@ func (m *metrics) serve() error {
 			http.Error(w, "not ready: waiting for the controller's metadata", http.StatusServiceUnavailable)
 		}
 	})
+	if m.b.cfg.Settings().MetricsPprof {
+		// Off by default: a profile shows the broker's internals to
+		// whoever can reach the listener, and a CPU profile costs CPU.
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	m.addr = ln.Addr().String()
 	m.b.logger.Info("serving metrics", "addr", ln.Addr().String())

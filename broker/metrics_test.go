@@ -136,3 +136,30 @@ func TestMetricsEndpoint(t *testing.T) {
 		return nil
 	})
 }
+
+// TestMetricsPprof: the listener serves /debug/pprof/ only with
+// metrics.pprof.enable=true.
+func TestMetricsPprof(t *testing.T) {
+	status := func(addr string) int {
+		t.Helper()
+		resp, err := http.Get("http://" + addr + "/debug/pprof/goroutine?debug=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, on := range []bool{false, true} {
+		c := brokertest.NewCluster(t, 1, brokertest.WithProps(map[string]string{
+			"metrics.listener":     "127.0.0.1:0",
+			"metrics.pprof.enable": fmt.Sprint(on),
+		}))
+		want := http.StatusNotFound
+		if on {
+			want = http.StatusOK
+		}
+		if got := status(c.Broker(0).MetricsAddr()); got != want {
+			t.Fatalf("metrics.pprof.enable=%v: /debug/pprof/goroutine answered %d, want %d", on, got, want)
+		}
+	}
+}

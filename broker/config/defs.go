@@ -214,6 +214,7 @@ var BrokerDefs = []Def{
 	{Name: "follower.replication.throttled.rate", Type: Long, Default: maxLong, Dynamic: true, Valid: atLeast(1),
 		Doc: "bytes/s a follower fetches for the replicas listed in topics' follower.replication.throttled.replicas (set by reassignments)"},
 	{Name: "metrics.listener", Type: String, Null: true, Doc: "host:port of the Prometheus metrics and health HTTP listener (ktool)"},
+	{Name: "metrics.pprof.enable", Type: Bool, Default: "false", Doc: "also serve Go's runtime profiles under /debug/pprof/ on metrics.listener (ktool)"},
 	{Name: "cluster.id", Type: String, Null: true, Doc: "cluster id to use when the store has none yet (ktool)"},
 }
 

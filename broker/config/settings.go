@@ -38,6 +38,7 @@ type Settings struct {
 	AllowEveryoneIfNoACLFound   bool   `config:"allow.everyone.if.no.acl.found"`
 	ClusterID                   string `config:"cluster.id"`
 	MetricsListener             string `config:"metrics.listener"`
+	MetricsPprof                bool   `config:"metrics.pprof.enable"`
 
 	LogDirList []string `config:"log.dirs"`
 	LogDir     string   `config:"log.dir"`
