@@ -121,3 +121,68 @@ func TestCleanLoadDefersEpochRewrite(t *testing.T) {
 		t.Fatalf("checkpoint after Close: %q", got)
 	}
 }
+
+// TestLazyEpochEntryCrash: a new leader's epoch entry is in the cache at
+// once but written to the checkpoint only by the next flush or Close
+// (AssignEpochStart says why that is safe). A crash before any record of
+// the epoch loses an entry that changed no answer; a crash after records of
+// the epoch rebuilds it from them; a flush writes it before the recovery
+// point passes those records.
+func TestLazyEpochEntryCrash(t *testing.T) {
+	cfg := testConfig()
+	path := func(dir string) string { return dir + "/" + leaderEpochFile }
+
+	// Epoch 1 holds offsets 0-9; the broker leads epoch 2 from 10.
+	l, dir := newLog(t, cfg)
+	mustAppend(t, l, makeBatch(t, plain(10, 0)), 1)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	onDisk := readFile(t, path(dir))
+	l.AssignEpochStart(2, l.LogEndOffset())
+	if got := readFile(t, path(dir)); got != onDisk {
+		t.Fatalf("AssignEpochStart wrote the checkpoint: %q, was %q", got, onDisk)
+	}
+	if e, end := l.EndOffsetForEpoch(1); e != 1 || end != 10 {
+		t.Fatalf("epoch 1 ends at (%d, %d) from the cache, want (1, 10)", e, end)
+	}
+	if e, end := l.EndOffsetForEpoch(2); e != 2 || end != 10 {
+		t.Fatalf("epoch 2 ends at (%d, %d) from the cache, want (2, 10)", e, end)
+	}
+	crash(l)
+	l = openLog(t, dir, cfg)
+	if e, end := l.EndOffsetForEpoch(1); e != 1 || end != 10 {
+		t.Fatalf("after a crash with no record of epoch 2: epoch 1 ends at (%d, %d), want (1, 10) as before", e, end)
+	}
+
+	// Records of epoch 2 are appended (and acknowledged), then a crash
+	// before any flush: recovery rebuilds the entry from the batches.
+	l.AssignEpochStart(2, l.LogEndOffset())
+	mustAppend(t, l, makeBatch(t, plain(5, 10)), 2)
+	crash(l)
+	l = openLog(t, dir, cfg)
+	if e := l.LatestEpoch(); e != 2 {
+		t.Fatalf("latest epoch %d after recovery, want 2", e)
+	}
+	if e, end := l.EndOffsetForEpoch(1); e != 1 || end != 10 {
+		t.Fatalf("after recovery: epoch 1 ends at (%d, %d), want (1, 10)", e, end)
+	}
+
+	// A flush moves the recovery point past epoch 3's records: the entry is
+	// in the checkpoint file first, so a crash after it keeps it even though
+	// recovery rescans nothing below the recovery point.
+	l.AssignEpochStart(3, l.LogEndOffset())
+	mustAppend(t, l, makeBatch(t, plain(5, 15)), 3)
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, path(dir)); got != "0\n3\n1 0\n2 10\n3 15\n" {
+		t.Fatalf("checkpoint after the flush: %q", got)
+	}
+	crash(l)
+	l = openLog(t, dir, cfg)
+	t.Cleanup(func() { _ = l.Close() })
+	if e, end := l.EndOffsetForEpoch(2); e != 2 || end != 15 {
+		t.Fatalf("after a crash past the flush: epoch 2 ends at (%d, %d), want (2, 15)", e, end)
+	}
+}

@@ -168,15 +168,35 @@ func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
 }
 
 // AssignEpochStart records that epoch starts at offset; a new leader calls it
-// with its LEO. The epoch checkpoint is written before it returns.
+// with its LEO. The entry goes into the cache, which answers
+// OffsetForLeaderEpoch and truncation, and the checkpoint file is left for
+// the next flush or Close to write: a failover makes thousands of partitions
+// leaders at once, and an fsync each cost seconds (issue 18).
+//
+// Why a crash cannot lose an acknowledged record or make a follower truncate
+// one:
+//   - While no record of the epoch is in the log, the entry changes no answer:
+//     the latest epoch ends at the LEO, which is where this one starts (a
+//     leader's LEO moves only by its own appends), so a follower asking for
+//     an older epoch is told the same offset with or without the entry. A
+//     crash that loses it loses nothing.
+//   - Once records of the epoch are appended, the entry describes them. A
+//     restart that is not clean recovers from the recovery point and assigns
+//     the epoch of every batch it rescans, so the entry is rebuilt from the
+//     records themselves.
+//   - The recovery point moves only in flushLocked, which writes a dirty
+//     checkpoint (fsynced) before the recovery-point file, so records below
+//     the recovery point never depend on an entry that is not on disk; a
+//     clean shutdown writes it in Close before the clean-shutdown marker.
+//
+// TestLazyEpochEntryCrash checks each case.
 func (l *Log) AssignEpochStart(epoch int32, offset int64) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
-	if l.isClosed() {
-		return
-	}
-	if err := l.assignEpoch(epoch, offset); err != nil {
-		l.logger.Error("writing leader epoch checkpoint", "dir", l.dir, "err", err)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed && l.epochs.assign(epoch, offset) {
+		l.epochsDirty = true
 	}
 }
 

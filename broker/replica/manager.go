@@ -322,9 +322,9 @@ func (m *Manager) BecomeLeaderOrFollower(controllerEpoch int32, updates []Leader
 	for _, e := range leaders {
 		addrs[e.ID] = e.Addr
 	}
-	// Partitions are applied by a few workers in parallel: becoming leader
-	// writes the leader epoch checkpoint with an fsync, and a failover
-	// touches hundreds of them; a topic creation thousands.
+	// Partitions are applied by a few workers in parallel: a new partition
+	// creates its log directory and files, and a topic creation makes
+	// thousands of them.
 	errs := make(map[TP]error, len(updates))
 	res := make([]error, len(updates))
 	work := make(chan int)
@@ -356,7 +356,7 @@ const applyWorkers = 16
 // AwaitLeaderEpoch waits until this broker's state for tp reaches leader
 // epoch epoch (leading it or not), or ctx ends. A follower learns of its new
 // leader from the controller at about the time the leader does, and often
-// asks first (the leader fsyncs its epoch checkpoint before it answers): the
+// asks first (the leader is still applying the rest of the request): the
 // leader holds the question until its own LeaderAndIsr is applied, an event,
 // rather than refuse it and have the follower, and every acks=all producer
 // waiting on it, sleep replica.fetch.backoff.ms.
