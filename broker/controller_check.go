@@ -532,6 +532,21 @@ func (b *Broker) verifyRegistration(ctx context.Context, id int32, epoch int64) 
 	return nil
 }
 
+// hostsVerified reports whether this broker hosts the partition at that
+// leader and leader epoch: its replica state came from a LeaderAndIsr that
+// verifyLeaderAndIsr checked against the store, so an UpdateMetadata saying
+// the same needs no store read. After a failover the controller sends both
+// for thousands of partitions, and every broker of an RF=3 cluster of three
+// hosts all of them.
+func (b *Broker) hostsVerified(topic string, partition, leader, epoch int32) bool {
+	p := b.replicas.Get(replica.TP{Topic: topic, Partition: partition})
+	if p == nil {
+		return false
+	}
+	l, e := p.LeaderAndEpoch()
+	return e >= 0 && e == epoch && l == leader
+}
+
 // verifyChangedPartitions checks the partitions whose leader or leader epoch an
 // UpdateMetadata changes (or adds) against their state znodes, so a forged one
 // cannot send clients to the wrong leader. A state older than the store's (a
@@ -539,8 +554,8 @@ func (b *Broker) verifyRegistration(ctx context.Context, id int32, epoch int64) 
 // during a failover: the store's state takes its place, since refusing the
 // request would leave a restarted broker without the controller's full view.
 // A different leader at the same epoch, or an epoch the store has not reached,
-// is refused. Unchanged partitions cost nothing; the reads run storeReads at a
-// time.
+// is refused. Unchanged partitions, and those this broker hosts at the same
+// leader and epoch, cost nothing; the reads run storeReads at a time.
 func (b *Broker) verifyChangedPartitions(ctx context.Context, req *kmsg.UpdateMetadataRequest) error {
 	type change struct {
 		topic string
@@ -552,6 +567,9 @@ func (b *Broker) verifyChangedPartitions(ctx context.Context, req *kmsg.UpdateMe
 			return // a topic dropped: checked against the store by verifyUpdateMetadata
 		}
 		if pm, ok := b.meta.partition(topic, p.Partition); ok && pm.Leader == p.Leader && pm.LeaderEpoch == p.LeaderEpoch {
+			return
+		}
+		if b.hostsVerified(topic, p.Partition, p.Leader, p.LeaderEpoch) {
 			return
 		}
 		changed = append(changed, change{topic, p})

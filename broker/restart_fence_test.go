@@ -103,29 +103,7 @@ func TestStaleUpdateMetadataTakesTheStoresState(t *testing.T) {
 		return err
 	})
 	other := int32(1 - li.Leader)
-	ctrlID, epoch := controllerIn(t, s)
-	_, reg, err := s.Get(ctx, zkdata.BrokerPath(other))
-	if err != nil {
-		t.Fatal(err)
-	}
-	um := kmsg.NewPtrUpdateMetadataRequest()
-	um.Version, um.ControllerID, um.ControllerEpoch, um.BrokerEpoch = 7, ctrlID, epoch, reg.Czxid
-	for _, id := range []int32{0, 1} {
-		host, port, err := net.SplitHostPort(c.Broker(id).Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var p int
-		if _, err := fmt.Sscan(port, &p); err != nil {
-			t.Fatal(err)
-		}
-		lb := kmsg.NewUpdateMetadataRequestLiveBroker()
-		lb.ID = id
-		ep := kmsg.NewUpdateMetadataRequestLiveBrokerEndpoint()
-		ep.Host, ep.Port, ep.ListenerName = host, int32(p), "PLAINTEXT"
-		lb.Endpoints = []kmsg.UpdateMetadataRequestLiveBrokerEndpoint{ep}
-		um.LiveBrokers = append(um.LiveBrokers, lb)
-	}
+	um := controllerUpdateMetadata(t, c, other)
 	ts := kmsg.NewUpdateMetadataRequestTopicState()
 	ts.Topic = "stale"
 	ps := kmsg.NewUpdateMetadataRequestTopicPartition()
@@ -170,6 +148,92 @@ func TestStaleUpdateMetadataTakesTheStoresState(t *testing.T) {
 		if p.Partition == 0 && (p.Leader != li.Leader || p.LeaderEpoch != li.LeaderEpoch) {
 			t.Fatalf("stale-0 led by %d at epoch %d, the store has %d at %d", p.Leader, p.LeaderEpoch, li.Leader, li.LeaderEpoch)
 		}
+	}
+}
+
+// controllerUpdateMetadata is an UpdateMetadata from the store's controller
+// to broker to, naming both brokers of c live, with no partitions yet.
+func controllerUpdateMetadata(t *testing.T, c *brokertest.Cluster, to int32) *kmsg.UpdateMetadataRequest {
+	t.Helper()
+	s := c.Broker(0).Store()
+	ctrlID, epoch := controllerIn(t, s)
+	_, reg, err := s.Get(context.Background(), zkdata.BrokerPath(to))
+	if err != nil {
+		t.Fatal(err)
+	}
+	um := kmsg.NewPtrUpdateMetadataRequest()
+	um.Version, um.ControllerID, um.ControllerEpoch, um.BrokerEpoch = 7, ctrlID, epoch, reg.Czxid
+	for _, id := range []int32{0, 1} {
+		host, port, err := net.SplitHostPort(c.Broker(id).Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p int
+		if _, err := fmt.Sscan(port, &p); err != nil {
+			t.Fatal(err)
+		}
+		lb := kmsg.NewUpdateMetadataRequestLiveBroker()
+		lb.ID = id
+		ep := kmsg.NewUpdateMetadataRequestLiveBrokerEndpoint()
+		ep.Host, ep.Port, ep.ListenerName = host, int32(p), "PLAINTEXT"
+		lb.Endpoints = []kmsg.UpdateMetadataRequestLiveBrokerEndpoint{ep}
+		um.LiveBrokers = append(um.LiveBrokers, lb)
+	}
+	return um
+}
+
+// TestUpdateMetadataOfHostedPartition: an UpdateMetadata naming the leader
+// and epoch a broker hosts a partition at (from a checked LeaderAndIsr) is
+// taken without a store read; one naming another leader at that epoch is
+// still refused, however the broker hosts it.
+func TestUpdateMetadataOfHostedPartition(t *testing.T) {
+	c := brokertest.NewCluster(t, 2, brokertest.WithProps(map[string]string{"auto.leader.rebalance.enable": "false"}))
+	ctx := context.Background()
+	if _, err := c.Admin().CreateTopic(ctx, 1, 2, nil, "hosted"); err != nil {
+		t.Fatal(err)
+	}
+	s := c.Broker(0).Store()
+	var li zkdata.LeaderIsr
+	brokertest.Eventually(t, 10*time.Second, func() error {
+		data, st, err := s.Get(ctx, zkdata.PartitionStatePath("hosted", 0))
+		if err != nil {
+			return err
+		}
+		li, err = zkdata.DecodeLeaderIsr(data, st.Version)
+		return err
+	})
+	follower := int32(1 - li.Leader)
+	brokertest.Eventually(t, 10*time.Second, func() error {
+		l, e, ok := c.Broker(follower).HostedLeaderAndEpoch("hosted", 0)
+		if !ok {
+			return fmt.Errorf("broker %d does not host hosted-0 yet", follower)
+		}
+		if l != li.Leader || e != li.LeaderEpoch {
+			return fmt.Errorf("hosted-0 at leader %d epoch %d, the store has %d at %d", l, e, li.Leader, li.LeaderEpoch)
+		}
+		return nil
+	})
+	cl := &protocol.Client{Addr: c.Broker(follower).Addr()}
+	defer cl.Close()
+	send := func(leader int32) int16 {
+		um := controllerUpdateMetadata(t, c, follower)
+		ts := kmsg.NewUpdateMetadataRequestTopicState()
+		ts.Topic = "hosted"
+		ps := kmsg.NewUpdateMetadataRequestTopicPartition()
+		ps.Topic, ps.Partition, ps.Leader, ps.LeaderEpoch, ps.Replicas, ps.ISR = "hosted", 0, leader, li.LeaderEpoch, []int32{0, 1}, []int32{leader}
+		ts.PartitionStates = []kmsg.UpdateMetadataRequestTopicPartition{ps}
+		um.TopicStates = []kmsg.UpdateMetadataRequestTopicState{ts}
+		resp, err := cl.Request(ctx, um)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.(*kmsg.UpdateMetadataResponse).ErrorCode
+	}
+	if code := send(follower); code == 0 {
+		t.Fatalf("an UpdateMetadata making broker %d leader at epoch %d, which the store gives broker %d, was taken", follower, li.LeaderEpoch, li.Leader)
+	}
+	if code := send(li.Leader); code != 0 {
+		t.Fatalf("the hosted state: %v", kerr.ErrorForCode(code))
 	}
 }
 

@@ -92,6 +92,14 @@ func (p *Partition) State() State {
 	return st
 }
 
+// LeaderAndEpoch is the leader and leader epoch of the last LeaderAndIsr
+// applied (-1, -1 before the first).
+func (p *Partition) LeaderAndEpoch() (int32, int32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.state.Leader, p.state.LeaderEpoch
+}
+
 // Offline reports whether the partition's log dir failed.
 func (p *Partition) Offline() bool {
 	p.mu.Lock()

@@ -1,0 +1,14 @@
+package broker
+
+import "github.com/ktoolhq/ktool/broker/replica"
+
+// HostedLeaderAndEpoch is the leader and leader epoch this broker hosts
+// topic-partition at, for tests; ok is false when it does not host it.
+func (b *Broker) HostedLeaderAndEpoch(topic string, partition int32) (leader, epoch int32, ok bool) {
+	p := b.replicas.Get(replica.TP{Topic: topic, Partition: partition})
+	if p == nil {
+		return -1, -1, false
+	}
+	leader, epoch = p.LeaderAndEpoch()
+	return leader, epoch, true
+}
