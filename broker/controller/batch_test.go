@@ -2,8 +2,10 @@ package controller
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -16,7 +18,9 @@ type countingStore struct {
 	coord.Store
 	mu     sync.Mutex
 	multis int
-	before func(n int)
+	// inFlight and maxInFlight count the Multis sent and not yet answered.
+	inFlight, maxInFlight int
+	before                func(n int)
 	// lose makes the next Multi report a lost connection after it was applied.
 	lose bool
 }
@@ -26,7 +30,14 @@ func (s *countingStore) Multi(ctx context.Context, ops ...coord.Op) error {
 	s.multis++
 	n, hook, lose := s.multis, s.before, s.lose
 	s.lose = false
+	s.inFlight++
+	s.maxInFlight = max(s.maxInFlight, s.inFlight)
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.inFlight--
+		s.mu.Unlock()
+	}()
 	if hook != nil {
 		hook(n)
 	}
@@ -74,6 +85,14 @@ func TestBatchedStateWrites(t *testing.T) {
 	// About 260 bytes of ops per partition: 1.3 MB in parts of 64 KiB.
 	if created > 25 {
 		t.Fatalf("%d Multis to create %d partition states", created, n)
+	}
+	// They are sent together, not one after the other's answer, so that
+	// the store commits them with shared fsyncs.
+	cs.mu.Lock()
+	most := cs.maxInFlight
+	cs.mu.Unlock()
+	if most < 2 {
+		t.Fatalf("at most %d of the %d Multis in flight at once", most, created)
 	}
 	for _, p := range []int32{0, 1, 2, n - 1} {
 		if li := cl.state("big", p); li.Leader != parts[p][0] || len(li.ISR) != 3 {
@@ -301,5 +320,57 @@ func TestManyIsrChangeNotifications(t *testing.T) {
 				t.Fatalf("broker 2 was told t-%d has ISR %v", p.Partition, p.ISR)
 			}
 		}
+	}
+}
+
+// overlapStore records how many partition state reads are in flight at once;
+// each takes a millisecond, as over a network.
+type overlapStore struct {
+	coord.Store
+	mu               sync.Mutex
+	inFlight, most   int
+	stateReads, seen int
+}
+
+func (s *overlapStore) Get(ctx context.Context, path string) ([]byte, coord.Stat, error) {
+	if !strings.HasSuffix(path, "/state") {
+		return s.Store.Get(ctx, path)
+	}
+	s.mu.Lock()
+	s.inFlight++
+	s.seen++
+	s.most = max(s.most, s.inFlight)
+	s.mu.Unlock()
+	time.Sleep(time.Millisecond)
+	defer func() {
+		s.mu.Lock()
+		s.inFlight--
+		s.mu.Unlock()
+	}()
+	return s.Store.Get(ctx, path)
+}
+
+// TestLoadReadsStatesTogether: a new controller reads the state znodes of a
+// topic's partitions several at a time, not each after the last one's
+// answer (10,000 of them took 20 s before it could elect a leader).
+func TestLoadReadsStatesTogether(t *testing.T) {
+	const n = 300
+	parts := map[int32][]int32{}
+	for p := range int32(n) {
+		parts[p] = []int32{p%3 + 1, (p+1)%3 + 1}
+	}
+	var os *overlapStore
+	cl := newClusterWith(t, []int32{1, 2, 3}, map[string]map[int32][]int32{"many": parts}, Config{BrokerID: 1}, func(s coord.Store) coord.Store {
+		os = &overlapStore{Store: s}
+		return os
+	})
+	cl.waitFor("every partition loaded", func() bool { return len(cl.c.Snapshot().States) >= n })
+	os.mu.Lock()
+	defer os.mu.Unlock()
+	if os.seen < n {
+		t.Fatalf("%d state reads for %d partitions", os.seen, n)
+	}
+	if os.most < 2 {
+		t.Fatalf("at most %d state read in flight while loading %d partitions", os.most, n)
 	}
 }
