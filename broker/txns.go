@@ -25,7 +25,7 @@ const txnTopic = "__transaction_state"
 // __transaction_state. As with __consumer_offsets, a transactional id's
 // partition is taken mod the topic's real partition count once it exists.
 func newTxnCoordinator(ctx context.Context, b *Broker) *txn.Coordinator {
-	b.txnMarkers = &markerWriter{b: b, clients: map[int32]*protocol.Client{}}
+	b.txnMarkers = newMarkerWriter(b)
 	s := b.cfg.Settings()
 	n := s.TxnTopicPartitions
 	if data, _, err := b.Store().Get(ctx, zkdata.TopicPath(txnTopic)); err == nil {
@@ -135,16 +135,64 @@ func (l txnLog) Scan(ctx context.Context, partition int32, fn func([]byte) error
 const txnWriteTimeout = 10 * time.Second
 
 // markerWriter sends WriteTxnMarkers to the partition leaders over the
-// inter-broker listener: one request per leader broker, retried until each
-// partition acknowledges, with the leaders looked up again after each try.
+// inter-broker listener, retried until each partition acknowledges, with the
+// leaders looked up again after each try. As Kafka's
+// TransactionMarkerChannelManager does, the markers bound for one broker
+// queue there and go together: while a request to it is in flight, the
+// markers of the transactions that end meanwhile gather into the next one,
+// at most maxMarkerRequestBytes of them.
 type markerWriter struct {
 	b       *Broker
+	ctx     context.Context // ends with close: requests in flight stop
+	cancel  context.CancelFunc
 	mu      sync.Mutex
 	clients map[int32]*protocol.Client
+	queues  map[int32]*markerQueue
+}
+
+func newMarkerWriter(b *Broker) *markerWriter {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &markerWriter{b: b, ctx: ctx, cancel: cancel, clients: map[int32]*protocol.Client{}, queues: map[int32]*markerQueue{}}
 }
 
 // markerRequestTimeout bounds one WriteTxnMarkers round trip.
 const markerRequestTimeout = 30 * time.Second
+
+// maxMarkerRequestBytes bounds the markers one WriteTxnMarkers request
+// carries, by their estimated encoded size; a single transaction's markers
+// for one broker go in one request however many they are.
+const maxMarkerRequestBytes = 1 << 20
+
+// markerQueue holds the markers waiting for one broker; busy while a
+// goroutine sends them.
+type markerQueue struct {
+	pending []*markerJob
+	busy    bool
+}
+
+// markerJob is one transaction's markers for the partitions one broker leads.
+type markerJob struct {
+	ctx  context.Context
+	m    txn.MarkerSet
+	tps  []txn.TP
+	size int
+	done chan markerResult // buffered: the sender never waits for Write
+}
+
+// markerResult is what a broker answered for a job: the partitions to try
+// again, and whether it knows a newer coordinator.
+type markerResult struct {
+	retry  []txn.TP
+	fenced bool
+}
+
+func newMarkerJob(ctx context.Context, m txn.MarkerSet, tps []txn.TP) *markerJob {
+	size := 32 // producer id, epoch, committed, coordinator epoch, array lengths
+	for _, tp := range tps {
+		size += 4 + 2 + len(tp.Topic) // as if each partition named its topic
+	}
+	return &markerJob{ctx: ctx, m: m, tps: tps, size: size, done: make(chan markerResult, 1)}
+}
 
 func (w *markerWriter) client(id int32, addr string) *protocol.Client {
 	w.mu.Lock()
@@ -160,8 +208,9 @@ func (w *markerWriter) client(id int32, addr string) *protocol.Client {
 	return c
 }
 
-// close closes the connections to the other brokers.
+// close closes the connections to the other brokers and stops the senders.
 func (w *markerWriter) close() {
+	w.cancel()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for id, c := range w.clients {
@@ -194,16 +243,11 @@ func (w *markerWriter) Write(ctx context.Context, m txn.MarkerSet) error {
 		if len(left) == 0 {
 			break
 		}
-		type result struct {
-			retry  []txn.TP
-			fenced bool
-		}
-		results := make(chan result, len(byLeader))
+		jobs := make([]*markerJob, 0, len(byLeader))
 		for leader, tps := range byLeader {
-			go func() {
-				retry, fenced := w.send(ctx, leader, m, tps)
-				results <- result{retry, fenced}
-			}()
+			j := newMarkerJob(ctx, m, tps)
+			w.enqueue(leader, j)
+			jobs = append(jobs, j)
 		}
 		retry := map[txn.TP]bool{}
 		for _, tp := range left {
@@ -212,8 +256,13 @@ func (w *markerWriter) Write(ctx context.Context, m txn.MarkerSet) error {
 			}
 		}
 		fenced := false
-		for range byLeader {
-			r := <-results
+		for _, j := range jobs {
+			var r markerResult
+			select {
+			case r = <-j.done:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 			fenced = fenced || r.fenced
 			for _, tp := range r.retry {
 				retry[tp] = true
@@ -240,42 +289,118 @@ func (w *markerWriter) Write(ctx context.Context, m txn.MarkerSet) error {
 	return nil
 }
 
-// send sends one WriteTxnMarkers to leader for tps and returns those to retry.
-func (w *markerWriter) send(ctx context.Context, leader int32, m txn.MarkerSet, tps []txn.TP) ([]txn.TP, bool) {
+// enqueue queues j for leader and starts the queue's sender if it is idle.
+func (w *markerWriter) enqueue(leader int32, j *markerJob) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	q := w.queues[leader]
+	if q == nil {
+		q = &markerQueue{}
+		w.queues[leader] = q
+	}
+	q.pending = append(q.pending, j)
+	if !q.busy {
+		q.busy = true
+		go w.drain(leader, q)
+	}
+}
+
+// drain sends leader's queued markers, as many as fit one request at a
+// time, until the queue is empty. Jobs whose Write gave up are dropped; a
+// job whose producer id is already in the request waits for the next one,
+// since the answer names markers by producer id.
+func (w *markerWriter) drain(leader int32, q *markerQueue) {
+	for {
+		w.mu.Lock()
+		jobs, later := nextMarkerRequest(q.pending, maxMarkerRequestBytes)
+		clear(q.pending)
+		q.pending = append(q.pending[:0], later...)
+		if len(jobs) == 0 {
+			q.busy = false
+			if len(q.pending) == 0 {
+				delete(w.queues, leader)
+			}
+			w.mu.Unlock()
+			return
+		}
+		w.mu.Unlock()
+		w.send(leader, jobs)
+	}
+}
+
+// nextMarkerRequest splits pending jobs, oldest first, into those one
+// request carries (at least one, else at most maxBytes of them) and those
+// left for later; jobs whose Write gave up are dropped.
+func nextMarkerRequest(pending []*markerJob, maxBytes int) (jobs, later []*markerJob) {
+	pids := map[int64]bool{}
+	size := 0
+	for _, j := range pending {
+		switch {
+		case j.ctx.Err() != nil:
+		case pids[j.m.ProducerID] || (len(jobs) > 0 && size+j.size > maxBytes):
+			later = append(later, j)
+		default:
+			jobs = append(jobs, j)
+			pids[j.m.ProducerID] = true
+			size += j.size
+		}
+	}
+	return jobs, later
+}
+
+// send sends jobs to leader in one WriteTxnMarkers and gives each its result.
+func (w *markerWriter) send(leader int32, jobs []*markerJob) {
+	retryAll := func() {
+		for _, j := range jobs {
+			j.done <- markerResult{retry: j.tps}
+		}
+	}
 	addr, ok := w.b.interBrokerAddr(leader)
 	if !ok {
-		return tps, false
+		retryAll()
+		return
 	}
 	req := kmsg.NewPtrWriteTxnMarkersRequest()
 	req.Version = 1
-	mk := kmsg.NewWriteTxnMarkersRequestMarker()
-	mk.ProducerID, mk.ProducerEpoch, mk.Committed, mk.CoordinatorEpoch = m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch
-	for _, tp := range tps {
-		if n := len(mk.Topics); n > 0 && mk.Topics[n-1].Topic == tp.Topic {
-			mk.Topics[n-1].Partitions = append(mk.Topics[n-1].Partitions, tp.Partition)
-			continue
+	for _, j := range jobs {
+		mk := kmsg.NewWriteTxnMarkersRequestMarker()
+		mk.ProducerID, mk.ProducerEpoch, mk.Committed, mk.CoordinatorEpoch = j.m.ProducerID, j.m.ProducerEpoch, j.m.Commit, j.m.CoordinatorEpoch
+		for _, tp := range j.tps {
+			if n := len(mk.Topics); n > 0 && mk.Topics[n-1].Topic == tp.Topic {
+				mk.Topics[n-1].Partitions = append(mk.Topics[n-1].Partitions, tp.Partition)
+				continue
+			}
+			t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+			t.Topic, t.Partitions = tp.Topic, []int32{tp.Partition}
+			mk.Topics = append(mk.Topics, t)
 		}
-		t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-		t.Topic, t.Partitions = tp.Topic, []int32{tp.Partition}
-		mk.Topics = append(mk.Topics, t)
+		req.Markers = append(req.Markers, mk)
 	}
-	req.Markers = append(req.Markers, mk)
-	rctx, cancel := context.WithTimeout(ctx, markerRequestTimeout)
+	rctx, cancel := context.WithTimeout(w.ctx, markerRequestTimeout)
 	defer cancel()
 	kresp, err := w.client(leader, addr).Request(rctx, req)
 	if err != nil {
-		if ctx.Err() == nil {
-			w.b.logger.Info("transaction markers: request failed; retrying", "broker", leader, "error", err)
+		if w.ctx.Err() == nil {
+			w.b.logger.Info("transaction markers: request failed; retrying", "broker", leader, "markers", len(jobs), "error", err)
 		}
-		return tps, false
+		retryAll()
+		return
 	}
 	resp := kresp.(*kmsg.WriteTxnMarkersResponse)
+	byPID := make(map[int64]*kmsg.WriteTxnMarkersResponseMarker, len(resp.Markers))
+	for i := range resp.Markers {
+		byPID[resp.Markers[i].ProducerID] = &resp.Markers[i]
+	}
+	for _, j := range jobs {
+		j.done <- w.outcome(leader, j, byPID[j.m.ProducerID])
+	}
+}
+
+// outcome reads a broker's answer rm (nil when it has none) for job j.
+func (w *markerWriter) outcome(leader int32, j *markerJob, rm *kmsg.WriteTxnMarkersResponseMarker) markerResult {
 	acked := map[txn.TP]bool{}
 	fenced := false
-	for _, rm := range resp.Markers {
-		if rm.ProducerID != m.ProducerID {
-			continue
-		}
+	if rm != nil {
 		for _, rt := range rm.Topics {
 			for _, rp := range rt.Partitions {
 				tp := txn.TP{Topic: rt.Topic, Partition: rp.Partition}
@@ -294,12 +419,12 @@ func (w *markerWriter) send(ctx context.Context, leader int32, m txn.MarkerSet, 
 		}
 	}
 	var retry []txn.TP
-	for _, tp := range tps {
+	for _, tp := range j.tps {
 		if !acked[tp] {
 			retry = append(retry, tp)
 		}
 	}
-	return retry, fenced
+	return markerResult{retry: retry, fenced: fenced}
 }
 
 // verifyTxnPartition asks the transaction coordinator of txnID whether
