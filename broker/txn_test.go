@@ -133,7 +133,17 @@ func TestTxnCoordinatorStateMachine(t *testing.T) {
 	if _, err := txnInit(t, co, id, 4, 120000, -1, -1); !errors.Is(err, kerr.InvalidTransactionTimeout) {
 		t.Fatalf("timeout above transaction.max.timeout.ms: %v", err)
 	}
-	r0, err := txnInit(t, co, id, 4, 10000, -1, -1)
+	// FindCoordinator may name the coordinator while it still loads its
+	// partition: clients retry COORDINATOR_LOAD_IN_PROGRESS, and so does this.
+	var r0 *kmsg.InitProducerIDResponse
+	var err error
+	brokertest.Eventually(t, 30*time.Second, func() error {
+		r0, err = txnInit(t, co, id, 4, 10000, -1, -1)
+		if errors.Is(err, kerr.CoordinatorLoadInProgress) {
+			return err
+		}
+		return nil
+	})
 	if err != nil || r0.ProducerEpoch != 0 || r0.ProducerID < 0 {
 		t.Fatalf("first InitProducerId: %+v %v", r0, err)
 	}
