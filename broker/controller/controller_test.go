@@ -602,6 +602,26 @@ func TestControlledShutdown(t *testing.T) {
 	if !cl.told(2, "a", 0, 2, 1) || !cl.told(3, "a", 0, 2, 1) || cl.told(1, "a", 0, 2, 1) {
 		t.Fatal("the new leadership of a-0 must go to the other replicas only")
 	}
+	// The moved leadership goes out alone, before the ISR clean-up of a-1
+	// (led by 2, followed by the stopping broker).
+	cl.rec.mu.Lock()
+	for _, req := range cl.rec.sent[3] {
+		l, ok := req.(*kmsg.LeaderAndISRRequest)
+		if !ok {
+			continue
+		}
+		var moved, cleaned bool
+		for _, ts := range l.TopicStates {
+			for _, p := range ts.PartitionStates {
+				moved = moved || (p.Partition == 0 && p.Leader == 2 && p.LeaderEpoch == 1)
+				cleaned = cleaned || (p.Partition == 1 && p.LeaderEpoch == 1)
+			}
+		}
+		if moved && cleaned {
+			t.Error("a-0's new leader and a-1's ISR clean-up in one LeaderAndIsr; the leaderships must go first")
+		}
+	}
+	cl.rec.mu.Unlock()
 	// Broker 2 dies: the remaining in-sync replica leads; the stopping broker,
 	// still registered, is not taken back.
 	cl.killBroker(2)

@@ -32,28 +32,18 @@ func (c *Controller) controlledShutdown(id int32, epoch int64) ([]TP, error) {
 		return nil, kerr.StaleBrokerEpoch
 	}
 	c.shutting[id] = true
-	var todo, stopFollow []TP
+	var lead, follow []TP
 	for _, tp := range c.allPartitions() {
 		st := c.states[tp]
 		if c.deleting[tp.Topic] || !slices.Contains(st.Replicas, id) || !st.HasState {
 			continue
 		}
-		if st.Leader == id && len(st.Replicas) == 1 {
-			continue
-		}
-		todo = append(todo, tp)
-	}
-	changed := c.updateAll(todo, func(_ TP, st *PartitionState) (zkdata.LeaderIsr, bool) {
-		if st.Leader == id {
-			return shutdownMoveLeader(*st, id, c.brokerSet())
-		}
-		return shutdownLeaveIsr(*st, id)
-	})
-	for _, tp := range todo {
-		// A partition it led and that moved now has it follow: stop that too, or
-		// the new leader would take it back into the ISR before it exits.
-		if c.states[tp].Leader != id {
-			stopFollow = append(stopFollow, tp)
+		switch {
+		case st.Leader == id && len(st.Replicas) == 1:
+		case st.Leader == id:
+			lead = append(lead, tp)
+		default:
+			follow = append(follow, tp)
 		}
 	}
 	var others []int32
@@ -62,7 +52,29 @@ func (c *Controller) controlledShutdown(id int32, epoch int64) ([]TP, error) {
 			others = append(others, b)
 		}
 	}
-	c.sendLeaderAndIsr(changed, others)
+	// The leaderships first, in their own Multis, LeaderAndIsr and
+	// UpdateMetadata: clients are served by the new leaders without waiting
+	// for the ISR clean-up of the partitions it follows (twice as many at
+	// RF=3), which follows.
+	compute := func(_ TP, st *PartitionState) (zkdata.LeaderIsr, bool) {
+		if st.Leader == id {
+			return shutdownMoveLeader(*st, id, c.brokerSet())
+		}
+		return shutdownLeaveIsr(*st, id)
+	}
+	moved := c.updateAll(lead, compute)
+	c.sendLeaderAndIsr(moved, others)
+	c.sendUpdateMetadata()
+	left := c.updateAll(follow, compute)
+	c.sendLeaderAndIsr(left, others)
+	// A partition it led and that moved now has it follow: stop that too, or
+	// the new leader would take it back into the ISR before it exits.
+	var stopFollow []TP
+	for _, tp := range append(slices.Clone(lead), follow...) {
+		if c.states[tp].Leader != id {
+			stopFollow = append(stopFollow, tp)
+		}
+	}
 	c.sendStopReplica(id, stopFollow, false)
 	c.sendUpdateMetadata()
 	c.publish()
@@ -72,6 +84,6 @@ func (c *Controller) controlledShutdown(id int32, epoch int64) ([]TP, error) {
 			remaining = append(remaining, tp)
 		}
 	}
-	c.log.Info("controlled shutdown", "broker", id, "moved", len(changed), "still_leading", len(remaining))
+	c.log.Info("controlled shutdown", "broker", id, "moved", len(moved), "left_isr", len(left), "still_leading", len(remaining))
 	return remaining, nil
 }
