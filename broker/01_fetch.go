@@ -41,6 +41,8 @@ type fetchPart struct {
 	err       error
 	info      replica.ReadInfo
 	region    klog.Region
+	// sendFailed is the partition's, told when the region cannot be sent.
+	sendFailed func(error)
 	// aborted lists, for a read_committed fetch, the aborted transactions
 	// overlapping the records returned; nil for read_uncommitted.
 	aborted []klog.AbortedTxn
@@ -217,6 +219,7 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, follower bool, maxBytes int32
 				parts = append(parts, fp)
 				continue
 			}
+			fp.sendFailed = p.SendFailed
 			limit := min(int64(rp.PartitionMaxBytes), budget)
 			if limit < 0 {
 				limit = 0
@@ -355,7 +358,7 @@ func encodeFetch(version int16, sessionID int32, parts []fetchPart, throttleMs i
 				body.Bytes(buf)
 				buf = make([]byte, 0, 128)
 				r := p.region
-				body.File(r.File, r.Pos, r.Len, r.Release)
+				body.File(r.File, r.Pos, r.Len, r.Release, p.sendFailed)
 			}
 			if flex {
 				buf = append(buf, 0) // partition tagged fields

@@ -19,6 +19,7 @@ type part struct {
 	f       *os.File
 	off, n  int64
 	release func()
+	failed  func(error)
 }
 
 // Bytes appends a chunk of bytes (not copied: the caller must not reuse b).
@@ -36,15 +37,17 @@ func (b *Body) Bytes(p []byte) {
 }
 
 // File appends the region [off, off+n) of f; release (if not nil) is called after it
-// has been written or when the body is dropped.
-func (b *Body) File(f *os.File, off, n int64, release func()) {
+// has been written or when the body is dropped. failed (if not nil) is told of the
+// error when the region could not be sent: a read error of f (a failing disk's EIO,
+// which sendfile meets midway) or the connection's write error, for it to tell apart.
+func (b *Body) File(f *os.File, off, n int64, release func(), failed func(error)) {
 	if n == 0 {
 		if release != nil {
 			release()
 		}
 		return
 	}
-	b.parts = append(b.parts, part{f: f, off: off, n: n, release: release})
+	b.parts = append(b.parts, part{f: f, off: off, n: n, release: release, failed: failed})
 	b.size += n
 }
 
@@ -86,6 +89,9 @@ func writeFrame(w *bufio.Writer, sf fileSender, header []byte, body *Body) (int6
 			return 0, err
 		}
 		if err := sf.sendFile(p.f, p.off, p.n); err != nil {
+			if p.failed != nil {
+				p.failed(err)
+			}
 			return 0, err
 		}
 		if p.release != nil {

@@ -125,6 +125,13 @@ func (p *Partition) checkStorage(err error) error {
 	return err
 }
 
+// SendFailed is told of an error sending records read from the log (the
+// sendfile of a fetch, which reads the disk after the log has found the
+// batches): when the disk returned it, the log dir goes offline as for an
+// error inside the log (KIP-112). A connection's errors are not the disk's
+// and change nothing.
+func (p *Partition) SendFailed(err error) { p.checkStorage(err) }
+
 // Sync makes the partition's records below end durable (flush.messages:
 // log.Log.Sync, shared with concurrent callers); a failed sync fails the
 // partition's log dir like any storage error.

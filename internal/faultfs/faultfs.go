@@ -42,6 +42,9 @@ type Fault struct {
 	// stores the bytes below it and then fails (a torn write); after it
 	// the fault applies as above.
 	AfterBytes int64
+	// Len > 0 makes a bad sector: only reads and writes touching bytes
+	// [At, At+Len) of a file fail; other operations never do.
+	At, Len int64
 }
 
 // FS is a mounted faulty loopback file system.
@@ -170,17 +173,20 @@ func (f *FS) Injected() int {
 	return f.injected
 }
 
-// admit decides an operation of class op that writes n bytes (0 for all
-// but writes): it may go ahead when errno is 0; otherwise it must fail with
-// errno after storing its first allow bytes.
-func (f *FS) admit(op Op, n int) (allow int, errno syscall.Errno) {
+// admit decides an operation of class op on the n bytes at off of a file
+// (off < 0 for an operation on no bytes): it may go ahead when errno is 0;
+// otherwise it must fail with errno, a write after storing its first allow
+// bytes.
+func (f *FS) admit(op Op, off int64, n int) (allow int, errno syscall.Errno) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	flt := f.fault
-	if flt.Ops&op == 0 {
-		if op == Write {
-			f.written += int64(n)
-		}
+	written := 0
+	if op == Write {
+		written = n
+	}
+	if flt.Ops&op == 0 || flt.Len > 0 && (off < 0 || off+int64(n) <= flt.At || off >= flt.At+flt.Len) {
+		f.written += int64(written)
 		return n, 0
 	}
 	if room := flt.AfterBytes - f.written; room > 0 {
@@ -198,16 +204,16 @@ func (f *FS) admit(op Op, n int) (allow int, errno syscall.Errno) {
 	}
 	f.ops++
 	if flt.Every > 0 && (f.ops-1)%flt.Every < flt.Every-flt.Fail {
-		f.written += int64(n)
+		f.written += int64(written)
 		return n, 0
 	}
 	f.injected++
 	return 0, flt.Errno
 }
 
-// fail is admit for an operation that writes no data.
+// fail is admit for an operation on no bytes of a file.
 func (f *FS) fail(op Op) syscall.Errno {
-	_, errno := f.admit(op, 0)
+	_, errno := f.admit(op, -1, 0)
 	return errno
 }
 

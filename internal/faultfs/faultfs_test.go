@@ -155,6 +155,35 @@ func TestAfterBytes(t *testing.T) {
 	}
 }
 
+// TestBadSector: only reads and writes touching the bad bytes fail.
+func TestBadSector(t *testing.T) {
+	f := Mount(t)
+	path := filepath.Join(f.Dir(), "seg")
+	if err := os.WriteFile(path, make([]byte, 3*4096), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	f.Set(Fault{Ops: Read | Write | Sync, At: 5000, Len: 10})
+	buf := make([]byte, 100)
+	for _, c := range []struct {
+		off  int64
+		fail bool
+	}{{0, false}, {4900, false}, {4901, true}, {5009, true}, {5010, false}} {
+		_, rerr := h.ReadAt(buf, c.off)
+		_, werr := h.WriteAt(buf, c.off)
+		if (rerr != nil) != c.fail || (werr != nil) != c.fail {
+			t.Errorf("100 bytes at %d: read %v, write %v; want failing %v", c.off, rerr, werr, c.fail)
+		}
+	}
+	if err := h.Sync(); err != nil {
+		t.Errorf("fsync with a bad sector: %v", err)
+	}
+}
+
 // TestSendfileMeetsReadFault: a broker sends segments with sendfile(2); the
 // read fault reaches it too.
 func TestSendfileMeetsReadFault(t *testing.T) {

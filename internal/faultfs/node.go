@@ -186,14 +186,14 @@ var (
 func (h *file) PassthroughFd() (int, bool) { return -1, false }
 
 func (h *file) Read(ctx context.Context, buf []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	if errno := h.fs.fail(Read); errno != 0 {
+	if _, errno := h.fs.admit(Read, off, len(buf)); errno != 0 {
 		return nil, errno
 	}
 	return h.LoopbackFile.Read(ctx, buf, off)
 }
 
 func (h *file) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
-	allow, errno := h.fs.admit(Write, len(data))
+	allow, errno := h.fs.admit(Write, off, len(data))
 	if errno == 0 {
 		return h.LoopbackFile.Write(ctx, data, off)
 	}

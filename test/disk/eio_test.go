@@ -207,6 +207,39 @@ func TestEIOOnRead(t *testing.T) {
 	}
 }
 
+// TestEIOInsideABatch: a bad sector under the records of a batch, its
+// header readable: the broker finds the batch and sends it with sendfile,
+// which meets the EIO midway. The connection is closed (the response cannot
+// be finished), and the dir must go offline as for any other read error;
+// before, the dir stayed online and every fetch of the partition broke its
+// connection at the same place, for ever.
+func TestEIOInsideABatch(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := newEIORig(t, ctx, true, 1)
+	bad, good := r.faulty[0], r.dirs[0]
+	p := r.part[bad.Dir()]
+	value := make([]byte, 64<<10)
+	for i := range 3 {
+		rand.Read(value)
+		if code, err := produceTo(ctx, r.cl, eioTopic, p, nil, value); err != nil || code != 0 {
+			t.Fatalf("produce %d: %v %v", i, err, kerr.ErrorForCode(code))
+		}
+	}
+	// Inside the first batch, far from its header and the next one's.
+	bad.Set(faultfs.Fault{Ops: faultfs.Read, At: 30000, Len: 1})
+	n, code, err := fetchFrom(ctx, r.cl, p, 0)
+	if err == nil && code != kerr.KafkaStorageError.Code {
+		t.Fatalf("fetch over a bad sector: %d records, %v", n, kerr.ErrorForCode(code))
+	}
+	t.Logf("fetch over a bad sector: %v %v; %d reads failed", err, kerr.ErrorForCode(code), bad.Injected())
+	r.waitOffline(t, ctx, bad.Dir())
+	if _, code, err := fetchFrom(ctx, r.cl, p, 0); err != nil || code != kerr.KafkaStorageError.Code {
+		t.Fatalf("fetch from the offline dir: %v %v, want KAFKA_STORAGE_ERROR", kerr.ErrorForCode(code), err)
+	}
+	r.healthyStillServes(t, ctx, good)
+}
+
 // fetchFrom sends one fetch of partition p from offset and returns how many
 // records came back (whole batches with good CRCs, or an error), and the
 // partition's error code.
