@@ -7,7 +7,10 @@ package broker
 // high watermark it knows, 0 on leaders). Null topics means every partition.
 // A dir that failed (KIP-112) is answered with KAFKA_STORAGE_ERROR and no
 // partitions. Total and usable bytes of each online directory come from
-// statfs (v4 fields; -1 for a failed dir, left out at lower versions).
+// statfs (v4 fields; -1 for a failed dir, left out at lower versions). A
+// replica moving to another dir (AlterReplicaLogDirs) is listed in its
+// target dir too, with is_future_key set, the future log's size, and as its
+// offset lag how far the future log's end is behind the current log's.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -32,6 +35,12 @@ func handleDescribeLogDirs(b *Broker, rc *reqCtx, r kmsg.Request, respond func(p
 		}
 	}
 	want := func(tp replica.TP) bool { return req.Topics == nil || wanted[tp] }
+	futures := map[string][]replica.MoveStatus{}
+	for _, mv := range b.replicas.Moves() {
+		if want(mv.TP) {
+			futures[mv.Dir] = append(futures[mv.Dir], mv)
+		}
+	}
 	for _, dir := range b.replicas.Dirs() {
 		d := kmsg.NewDescribeLogDirsResponseDir()
 		d.Dir = dir.Path
@@ -46,23 +55,34 @@ func handleDescribeLogDirs(b *Broker, rc *reqCtx, r kmsg.Request, respond func(p
 			d.UsableBytes = int64(st.Bavail) * int64(st.Bsize)
 		}
 		idx := map[string]int{}
+		add := func(topic string, rp kmsg.DescribeLogDirsResponseDirTopicPartition) {
+			i, ok := idx[topic]
+			if !ok {
+				t := kmsg.NewDescribeLogDirsResponseDirTopic()
+				t.Topic = topic
+				d.Topics = append(d.Topics, t)
+				i = len(d.Topics) - 1
+				idx[topic] = i
+			}
+			d.Topics[i].Partitions = append(d.Topics[i].Partitions, rp)
+		}
 		for _, p := range b.replicas.PartitionsIn(dir.Path) {
 			if !want(replica.TP{Topic: p.Topic, Partition: p.ID}) {
 				continue
-			}
-			i, ok := idx[p.Topic]
-			if !ok {
-				t := kmsg.NewDescribeLogDirsResponseDirTopic()
-				t.Topic = p.Topic
-				d.Topics = append(d.Topics, t)
-				i = len(d.Topics) - 1
-				idx[p.Topic] = i
 			}
 			rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
 			rp.Partition = p.ID
 			rp.Size = p.Log().Size()
 			rp.OffsetLag = max(0, p.HighWatermark()-p.Log().LogEndOffset())
-			d.Topics[i].Partitions = append(d.Topics[i].Partitions, rp)
+			add(p.Topic, rp)
+		}
+		for _, mv := range futures[dir.Path] {
+			rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
+			rp.Partition = mv.TP.Partition
+			rp.Size = mv.Size
+			rp.OffsetLag = mv.OffsetLag
+			rp.IsFuture = true
+			add(mv.TP.Topic, rp)
 		}
 		resp.Dirs = append(resp.Dirs, d)
 	}

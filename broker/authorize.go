@@ -156,6 +156,23 @@ var clusterGates = map[int16]clusterGate{
 		return resp
 	}},
 	27: markerGate(),
+	34: {acl.OpAlter, func(r kmsg.Request) kmsg.Response {
+		req := r.(*kmsg.AlterReplicaLogDirsRequest)
+		resp := req.ResponseKind().(*kmsg.AlterReplicaLogDirsResponse)
+		for _, d := range req.Dirs {
+			for _, t := range d.Topics {
+				rt := kmsg.NewAlterReplicaLogDirsResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewAlterReplicaLogDirsResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = p, clusterAuthFailed
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
+		}
+		return resp
+	}},
 	// DescribeLogDirs: Kafka answers an unauthorized client with no directory.
 	35: {acl.OpDescribe, func(r kmsg.Request) kmsg.Response { return r.ResponseKind() }},
 	43: {acl.OpAlter, func(r kmsg.Request) kmsg.Response {

@@ -205,6 +205,7 @@ func (b *Broker) Start(ctx context.Context) (err error) {
 		FileReserve:   b.cfg.Settings().LogFdReserve,
 		FileCacheSize: b.cfg.Settings().LogFdCacheSize,
 		LoadThreads:   b.cfg.Settings().NumRecoveryThreadsPerDataDir * len(dirs),
+		MoveRate:      func() int64 { return int64(b.cfg.Throttle().AlterLogDirsRate) },
 		Fetch: replica.FetcherConfig{
 			MaxWait:          b.cfg.Settings().ReplicaFetchWaitMax,
 			MaxBytes:         int32(b.cfg.Settings().ReplicaFetchResponseMaxBytes),

@@ -213,6 +213,8 @@ var BrokerDefs = []Def{
 		Doc: "bytes/s a leader sends to out-of-sync followers of the replicas listed in topics' leader.replication.throttled.replicas (set by reassignments)"},
 	{Name: "follower.replication.throttled.rate", Type: Long, Default: maxLong, Dynamic: true, Valid: atLeast(1),
 		Doc: "bytes/s a follower fetches for the replicas listed in topics' follower.replication.throttled.replicas (set by reassignments)"},
+	{Name: "replica.alter.log.dirs.io.max.bytes.per.second", Type: Long, Default: maxLong, Dynamic: true, Valid: atLeast(1),
+		Doc: "bytes/s the broker copies between its log dirs for AlterReplicaLogDirs moves (all moves together)"},
 	{Name: "metrics.listener", Type: String, Null: true, Doc: "host:port of the Prometheus metrics and health HTTP listener (ktool)"},
 	{Name: "metrics.pprof.enable", Type: Bool, Default: "false", Doc: "also serve Go's runtime profiles under /debug/pprof/ on metrics.listener (ktool)"},
 	{Name: "cluster.id", Type: String, Null: true, Doc: "cluster id to use when the store has none yet (ktool)"},

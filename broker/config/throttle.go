@@ -12,6 +12,9 @@ import (
 type Throttle struct {
 	LeaderRate   Bytes `config:"leader.replication.throttled.rate"`
 	FollowerRate Bytes `config:"follower.replication.throttled.rate"`
+	// AlterLogDirsRate bounds the copies of replicas moving between this
+	// broker's log dirs (AlterReplicaLogDirs).
+	AlterLogDirsRate Bytes `config:"replica.alter.log.dirs.io.max.bytes.per.second"`
 }
 
 // Throttle returns the replication throttle rates now in effect.

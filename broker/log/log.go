@@ -159,6 +159,20 @@ func (l *Log) LatestEpoch() int32 {
 	return l.epochs.latest()
 }
 
+// LatestEpochStart is the newest leader epoch in the epoch cache and the
+// offset it starts at; (-1, -1) if none. A leader's epoch that has written
+// nothing yet is known only here: its batches do not carry it.
+func (l *Log) LatestEpochStart() (int32, int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := len(l.epochs.entries)
+	if n == 0 {
+		return -1, -1
+	}
+	e := l.epochs.entries[n-1]
+	return e.epoch, e.start
+}
+
 // EndOffsetForEpoch answers OffsetForLeaderEpoch: the largest known epoch <=
 // epoch and the offset where it ends; (-1, -1) when there is none.
 func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {

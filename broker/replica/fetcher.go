@@ -213,7 +213,7 @@ func (f *fetcher) reconcile(ctx context.Context, parts map[TP]*fetchState) error
 		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
 		rp.Partition = tp.Partition
 		rp.CurrentLeaderEpoch = st.epoch
-		rp.LeaderEpoch = st.p.log.LatestEpoch()
+		rp.LeaderEpoch = st.p.Log().LatestEpoch()
 		if st.askEpoch != nil {
 			rp.LeaderEpoch = *st.askEpoch
 		}
@@ -245,7 +245,7 @@ func (f *fetcher) reconcile(ctx context.Context, parts map[TP]*fetchState) error
 			}
 			// Where our log stops agreeing with the leader's (Kafka's
 			// getOffsetTruncationState, KIP-101 and KIP-279).
-			l := st.p.log
+			l := st.p.Log()
 			leo := l.LogEndOffset()
 			target, done := leo, true
 			switch {
@@ -301,7 +301,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts map[TP]*fetchState) (bool
 		if st.truncate || now.Before(st.delayUntil) || f.throttleHold(tp, st) {
 			continue
 		}
-		wanted[tp] = sentPart{fetchOffset: st.p.log.LogEndOffset(), logStartOffset: st.p.log.LogStartOffset(),
+		wanted[tp] = sentPart{fetchOffset: st.p.Log().LogEndOffset(), logStartOffset: st.p.Log().LogStartOffset(),
 			maxBytes: cfg.PartitionMaxByte, leaderEpoch: st.epoch}
 	}
 	f.mu.Unlock()
@@ -384,7 +384,7 @@ func (f *fetcher) fetchOnce(ctx context.Context, parts map[TP]*fetchState) (bool
 			// still ours, not being reconciled, and its log has not moved (as
 			// Kafka's fetcher checks before processing a response). The
 			// partition checks its role and leader epoch itself as it applies.
-			if !ok || !wasAsked || f.parts[tp] != st || st.truncate || st.p.log.LogEndOffset() != w.fetchOffset {
+			if !ok || !wasAsked || f.parts[tp] != st || st.truncate || st.p.Log().LogEndOffset() != w.fetchOffset {
 				continue
 			}
 			f.throttleRecord(tp, st, rp)
@@ -403,7 +403,7 @@ func nextEpoch(e int32) int32 {
 }
 
 func (f *fetcher) handlePartition(st *fetchState, rp kmsg.FetchResponseTopicPartition) {
-	l := st.p.log
+	l := st.p.Log()
 	err := kerr.ErrorForCode(rp.ErrorCode)
 	switch {
 	case err == nil:

@@ -25,7 +25,7 @@ func (p *Partition) appendFetched(leader, epoch int32, records []byte, leaderHW,
 	if !p.followingLocked(leader, epoch) {
 		return errNotFollowing
 	}
-	l := p.log
+	l := p.Log()
 	if len(records) > 0 {
 		res, err := l.AppendAsFollower(records)
 		if err != nil {
@@ -60,7 +60,7 @@ func (p *Partition) truncateFetched(leader, epoch int32, offset int64) error {
 	if !p.followingLocked(leader, epoch) {
 		return errNotFollowing
 	}
-	return p.checkStorage(p.log.TruncateTo(offset))
+	return p.checkStorage(p.Log().TruncateTo(offset))
 }
 
 // restartFetched empties the log and starts it at offset (the leader's log
@@ -71,5 +71,5 @@ func (p *Partition) restartFetched(leader, epoch int32, offset int64) error {
 	if !p.followingLocked(leader, epoch) {
 		return errNotFollowing
 	}
-	return p.checkStorage(p.log.TruncateFullyAndStartAt(offset))
+	return p.checkStorage(p.Log().TruncateFullyAndStartAt(offset))
 }

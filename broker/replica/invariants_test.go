@@ -71,21 +71,21 @@ func TestFetchedRecordsNeverReachALeader(t *testing.T) {
 		return rp
 	}
 	fe.handlePartition(st, answer(0))
-	if got := p.log.LogEndOffset(); got != 5 {
+	if got := p.Log().LogEndOffset(); got != 5 {
 		t.Fatalf("a follower's fetched records were not appended: log end %d", got)
 	}
 	p.makeLeader(State{Leader: 2, LeaderEpoch: 6, ISR: []int32{1, 2}, Replicas: []int32{1, 2}})
 	fe.handlePartition(st, answer(5))
-	if got := p.log.LogEndOffset(); got != 5 {
+	if got := p.Log().LogEndOffset(); got != 5 {
 		t.Fatalf("the leader of epoch 6 appended records fetched from the old leader: log end %d", got)
 	}
-	if e, end := p.log.EndOffsetForEpoch(5); e != 5 || end != 5 {
+	if e, end := p.Log().EndOffsetForEpoch(5); e != 5 || end != 5 {
 		t.Fatalf("epoch 5 ends at (%d, %d), want (5, 5)", e, end)
 	}
 	// The same holds for a follower of another leader, or of a later epoch.
 	p.makeFollower(State{Leader: 3, LeaderEpoch: 7, ISR: []int32{2, 3}, Replicas: []int32{2, 3}})
 	fe.handlePartition(st, answer(5))
-	if got := p.log.LogEndOffset(); got != 5 {
+	if got := p.Log().LogEndOffset(); got != 5 {
 		t.Fatalf("a follower of leader 3 appended records fetched from leader 1: log end %d", got)
 	}
 }
@@ -105,7 +105,7 @@ func TestFetchedTruncationNeverReachesALeader(t *testing.T) {
 	if err := p.restartFetched(1, 5, 100); !errors.Is(err, errNotFollowing) {
 		t.Fatalf("log reset on the old leader's word: %v", err)
 	}
-	if got := p.log.LogEndOffset(); got != 10 {
+	if got := p.Log().LogEndOffset(); got != 10 {
 		t.Fatalf("log end %d, want 10", got)
 	}
 }

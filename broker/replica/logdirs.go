@@ -61,7 +61,7 @@ func (m *Manager) PartitionsIn(dir string) []*Partition {
 	dir = filepath.Clean(dir)
 	var out []*Partition
 	for _, p := range m.Partitions() {
-		if p.dir == dir {
+		if p.Dir() == dir {
 			out = append(out, p)
 		}
 	}
@@ -126,6 +126,11 @@ func (m *Manager) unplace(dir string) {
 // too): which copy is right cannot be told, so the operator must remove one.
 func (m *Manager) scanDirs() (map[TP]string, error) {
 	found := map[TP]string{}
+	type swap struct {
+		tp       TP
+		id, root string
+	}
+	var swaps []swap
 	for _, d := range m.dirs {
 		entries, err := os.ReadDir(d.path)
 		if err != nil {
@@ -144,6 +149,19 @@ func (m *Manager) scanDirs() (map[TP]string, error) {
 				}
 				continue
 			}
+			if tp, _, ok := moveDirName(e.Name(), futureSuffix); ok {
+				// A move (move.go) a crash or shutdown interrupted: the
+				// current log is intact and the copy is dropped.
+				m.logger.Warn("removing the future log of an unfinished replica move", "partition", tp.String(), "dir", d.path)
+				if err := os.RemoveAll(filepath.Join(d.path, e.Name())); err != nil {
+					m.logger.Warn("removing a future log", "dir", e.Name(), "err", err)
+				}
+				continue
+			}
+			if tp, id, ok := moveDirName(e.Name(), swapSuffix); ok {
+				swaps = append(swaps, swap{tp, id, d.path})
+				continue
+			}
 			tp, ok := ParseDirName(e.Name())
 			if !ok {
 				continue
@@ -158,7 +176,44 @@ func (m *Manager) scanDirs() (map[TP]string, error) {
 		}
 		m.dirMu.Unlock()
 	}
+	// A move whose copy was complete when the broker stopped: finish its swap.
+	for _, sw := range swaps {
+		if err := m.finishSwap(found, sw.tp, sw.id, sw.root); err != nil {
+			return nil, fmt.Errorf("finishing the move of %s to %s: %w", sw.tp, sw.root, err)
+		}
+	}
 	return found, nil
+}
+
+// finishSwap completes a move's swap a stop interrupted (move.go): the old
+// log, if still there, is renamed for deletion and removed, and the copy
+// becomes the partition's log.
+func (m *Manager) finishSwap(found map[TP]string, tp TP, id, root string) error {
+	final, err := partitionDir(root, tp)
+	if err != nil {
+		return err
+	}
+	if old, ok := found[tp]; ok {
+		dir, err := partitionDir(old, tp)
+		if err != nil {
+			return err
+		}
+		del := filepath.Join(old, tp.String()+"."+id+deleteSuffix)
+		if err := renameSynced(dir, del); err != nil {
+			return err
+		}
+		if err := os.RemoveAll(del); err != nil {
+			m.logger.Warn("removing the moved replica's old log", "dir", del, "err", err)
+		}
+		m.unplace(old)
+	}
+	if err := renameSynced(filepath.Join(root, tp.String()+"."+id+swapSuffix), final); err != nil {
+		return err
+	}
+	found[tp] = root
+	m.placeIn(root)
+	m.logger.Info("finished a replica move the last stop interrupted", "partition", tp.String(), "dir", root)
+	return nil
 }
 
 // isStorageErr reports whether err came from a failing disk: the log says
@@ -214,11 +269,12 @@ func (m *Manager) takeOffline(dir string) {
 	var hit []*Partition
 	m.mu.RLock()
 	for _, p := range m.parts {
-		if p.dir == dir {
+		if p.Dir() == dir {
 			hit = append(hit, p)
 		}
 	}
 	m.mu.RUnlock()
+	m.stopMovesIn(dir)
 	for _, p := range hit {
 		m.removeFromFetchers(TP{p.Topic, p.ID})
 		p.goOffline()

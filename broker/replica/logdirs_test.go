@@ -66,7 +66,7 @@ func TestPlacementLeastLoaded(t *testing.T) {
 	defer m.Shutdown()
 	for i := range 7 {
 		p := m.Get(TP{"jbod", int32(i)})
-		if p == nil || p.dir != filepath.Clean(dirs[i%3]) {
+		if p == nil || p.Dir() != filepath.Clean(dirs[i%3]) {
 			t.Fatalf("partition %d not found in %s after a restart", i, dirs[i%3])
 		}
 	}
@@ -122,8 +122,8 @@ func TestFullDirGoesOffline(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if m.Get(b).dir != small {
-		t.Fatalf("partition %s is in %s, want the tmpfs %s", b, m.Get(b).dir, small)
+	if m.Get(b).Dir() != small {
+		t.Fatalf("partition %s is in %s, want the tmpfs %s", b, m.Get(b).Dir(), small)
 	}
 	value := make([]byte, 8<<10)
 	acked := 0
@@ -169,7 +169,7 @@ func TestFullDirGoesOffline(t *testing.T) {
 	if got := m.Partitions(); len(got) != 1 || got[0].ID != a.Partition {
 		t.Errorf("online partitions %v, want only %s", got, a)
 	}
-	if err := lead(t, m, TP{"full", 2}); err != nil || m.Get(TP{"full", 2}).dir != filepath.Clean(dirs[0]) {
+	if err := lead(t, m, TP{"full", 2}); err != nil || m.Get(TP{"full", 2}).Dir() != filepath.Clean(dirs[0]) {
 		t.Errorf("a new partition with one dir offline: %v, want it placed in %s", err, dirs[0])
 	}
 	if err := m.Shutdown(); err != nil {

@@ -60,6 +60,9 @@ type Config struct {
 	FileCacheSize int
 	// LoadThreads opens partition logs in parallel at Load: at least 1.
 	LoadThreads int
+	// MoveRate is replica.alter.log.dirs.io.max.bytes.per.second, read
+	// before each chunk a move copies (move.go); nil or <= 0 is unlimited.
+	MoveRate func() int64
 }
 
 // Manager owns the partitions this broker hosts.
@@ -77,6 +80,11 @@ type Manager struct {
 	parts           map[TP]*Partition
 	controllerEpoch int32
 	fetchers        map[int32]*fetcher // by leader broker id
+	// moves are the replicas moving to another log dir, preferred the
+	// dirs chosen for replicas not hosted yet (move.go).
+	moves     map[TP]*move
+	preferred map[TP]string
+	moveQuota moveQuota
 	// leadersW is woken after every LeaderAndIsr and StopReplica applied.
 	leadersW watchers
 
@@ -98,6 +106,7 @@ func NewManager(cfg Config) *Manager {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Manager{
 		cfg: cfg, logger: cfg.Logger, dirs: newLogDirs(cfg.LogDirs), parts: map[TP]*Partition{}, fetchers: map[int32]*fetcher{},
+		moves: map[TP]*move{}, preferred: map[TP]string{},
 		ctx: ctx, cancel: cancel,
 	}
 }
@@ -172,14 +181,14 @@ func (m *Manager) Load() error {
 		m.mu.Lock()
 		var hit []*Partition
 		for tp, p := range m.parts {
-			if p.dir == d.Path {
+			if p.Dir() == d.Path {
 				hit = append(hit, p)
 				delete(m.parts, tp)
 			}
 		}
 		m.mu.Unlock()
 		for _, p := range hit {
-			p.log.Abandon()
+			p.Log().Abandon()
 		}
 	}
 	if m.onlineDirs() == 0 {
@@ -217,8 +226,8 @@ func (m *Manager) open(tp TP, root, dir string) (*Partition, error) {
 		return nil, fmt.Errorf("opening log of %s: %w", tp, err)
 	}
 	p := newPartition(tp.Topic, tp.Partition, m.cfg.BrokerID, l, m.logger)
-	p.dir = root
-	p.storageFailed = func(err error) { m.reportStorageError(root, err) }
+	p.setDir(root)
+	p.storageFailed = func(err error) { m.reportStorageError(p.Dir(), err) }
 	p.SetLimits(st.MinISR, m.cfg.ReplicaLagMax)
 	m.mu.Lock()
 	m.parts[tp] = p
@@ -270,7 +279,7 @@ func (m *Manager) ApplyTopicSettings(topic string) {
 	st := m.cfg.TopicSettings(topic)
 	for _, p := range m.Partitions() {
 		if p.Topic == topic {
-			p.log.SetConfig(st.Log)
+			p.Log().SetConfig(st.Log)
 			p.SetLimits(st.MinISR, m.cfg.ReplicaLagMax)
 		}
 	}
@@ -388,7 +397,10 @@ func (m *Manager) apply(u LeaderUpdate, addrs map[int32]string) error {
 			// would serve a replica without its records (Kafka refuses too).
 			return kerr.KafkaStorageError
 		}
-		root, ok := m.pickDir()
+		root, ok := m.preferredDir(u.TP)
+		if !ok {
+			root, ok = m.pickDir()
+		}
 		if !ok {
 			return kerr.KafkaStorageError
 		}
@@ -449,6 +461,12 @@ func (m *Manager) StopReplica(controllerEpoch int32, tp TP, del bool) error {
 	}
 	m.removeFromFetchers(tp)
 	defer m.leadersW.wakeAll()
+	m.stopMoveOf(tp)
+	if del {
+		m.mu.Lock()
+		delete(m.preferred, tp)
+		m.mu.Unlock()
+	}
 	p := m.Get(tp)
 	if p == nil {
 		return nil
@@ -460,11 +478,11 @@ func (m *Manager) StopReplica(controllerEpoch int32, tp TP, del bool) error {
 	m.mu.Lock()
 	delete(m.parts, tp)
 	m.mu.Unlock()
-	m.unplace(p.dir)
+	m.unplace(p.Dir())
 	p.mu.Lock()
 	p.deleted = true
 	p.mu.Unlock()
-	if err := p.log.Delete(); err != nil {
+	if err := p.Log().Delete(); err != nil {
 		return fmt.Errorf("deleting %s: %w", tp, err)
 	}
 	return nil
@@ -485,7 +503,10 @@ func (m *Manager) clean() {
 		if m.ctx.Err() != nil {
 			return
 		}
-		res, err := p.log.Clean(m.ctx)
+		res, err := p.Log().Clean(m.ctx)
+		if errors.Is(err, klog.ErrClosed) {
+			continue // removed (deleted, moved, its dir failed) since the pass began
+		}
 		if err != nil {
 			p.checkStorage(err)
 			if m.ctx.Err() == nil {
@@ -519,7 +540,7 @@ func (m *Manager) every(d time.Duration, f func()) {
 
 func (m *Manager) flush() {
 	for _, p := range m.unsorted() {
-		if err := p.log.MaybeFlush(); errors.Is(err, klog.ErrClosed) {
+		if err := p.Log().MaybeFlush(); errors.Is(err, klog.ErrClosed) {
 			continue // removed (deleted, moved, its dir failed) since the pass began
 		} else if err != nil {
 			p.checkStorage(err)
@@ -530,7 +551,7 @@ func (m *Manager) flush() {
 
 func (m *Manager) retention() {
 	for _, p := range m.unsorted() {
-		if n, err := p.log.EnforceRetention(); errors.Is(err, klog.ErrClosed) {
+		if n, err := p.Log().EnforceRetention(); errors.Is(err, klog.ErrClosed) {
 			continue // removed since the pass began
 		} else if err != nil {
 			p.checkStorage(err)
@@ -589,7 +610,7 @@ func (m *Manager) Shutdown() error {
 	var mu sync.Mutex
 	var errs []error
 	m.parallel(len(parts), func(i int) {
-		if err := parts[i].log.Close(); err != nil {
+		if err := parts[i].Log().Close(); err != nil {
 			mu.Lock()
 			errs = append(errs, err)
 			mu.Unlock()

@@ -2,9 +2,11 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -36,13 +38,17 @@ type Partition struct {
 	Topic string
 	ID    int32
 
-	self   int32
-	log    *klog.Log
+	self int32
+	// logp is the partition's log. A move between log dirs (move.go)
+	// replaces it under mu; readers that load it without mu retry once
+	// on a log that was closed by the swap (readLog).
+	logp   atomic.Pointer[klog.Log]
 	logger *slog.Logger
 	now    func() time.Time
-	// dir is the log dir holding the partition; storageFailed reports an
-	// I/O error of its log, which takes the whole dir offline (KIP-112).
-	dir           string
+	// dirp is the log dir holding the partition, replaced by a move;
+	// storageFailed reports an I/O error of its log, which takes the whole
+	// dir offline (KIP-112).
+	dirp          atomic.Pointer[string]
 	storageFailed func(error)
 
 	mu         sync.Mutex
@@ -68,8 +74,8 @@ type Partition struct {
 }
 
 func newPartition(topic string, id int32, self int32, l *klog.Log, logger *slog.Logger) *Partition {
-	return &Partition{
-		Topic: topic, ID: id, self: self, log: l, now: time.Now, storageFailed: func(error) {},
+	p := &Partition{
+		Topic: topic, ID: id, self: self, now: time.Now, storageFailed: func(error) {},
 		logger:     logger.With("topic", topic, "partition", id),
 		followers:  map[int32]*follower{},
 		minISR:     1,
@@ -77,10 +83,18 @@ func newPartition(topic string, id int32, self int32, l *klog.Log, logger *slog.
 		pendingAdd: -1,
 		state:      State{Leader: -1, LeaderEpoch: -1},
 	}
+	p.logp.Store(l)
+	p.setDir("")
+	return p
 }
 
 // Log is the partition's log.
-func (p *Partition) Log() *klog.Log { return p.log }
+func (p *Partition) Log() *klog.Log { return p.logp.Load() }
+
+// Dir is the log dir (one of log.dirs) holding the partition's log.
+func (p *Partition) Dir() string { return *p.dirp.Load() }
+
+func (p *Partition) setDir(dir string) { p.dirp.Store(&dir) }
 
 // State returns the current leadership state.
 func (p *Partition) State() State {
@@ -135,7 +149,21 @@ func (p *Partition) SendFailed(err error) { p.checkStorage(err) }
 // Sync makes the partition's records below end durable (flush.messages:
 // log.Log.Sync, shared with concurrent callers); a failed sync fails the
 // partition's log dir like any storage error.
-func (p *Partition) Sync(end int64) error { return p.checkStorage(p.log.Sync(end)) }
+func (p *Partition) Sync(end int64) error {
+	l := p.Log()
+	err := l.Sync(end)
+	if errors.Is(err, klog.ErrClosed) {
+		// A move's swap closed the log (after syncing it): the new one
+		// holds the records, durably.
+		p.mu.Lock()
+		nl := p.Log()
+		p.mu.Unlock()
+		if nl != l {
+			err = nl.Sync(end)
+		}
+	}
+	return p.checkStorage(err)
+}
 
 // goOffline takes the partition out of service after its log dir failed:
 // it leads and follows nothing, its waiters wake (and find it offline), and
@@ -150,7 +178,7 @@ func (p *Partition) goOffline() {
 	p.consumerW.wakeAll()
 	p.replicaW.wakeAll()
 	p.isrChangedW.wakeAll()
-	p.log.Abandon()
+	p.Log().Abandon()
 }
 
 // IsLeader reports whether this broker leads the partition.
@@ -168,7 +196,7 @@ func (p *Partition) SetLimits(minISR int, lagMax time.Duration) {
 }
 
 // HighWatermark is the offset below which records are committed.
-func (p *Partition) HighWatermark() int64 { return p.log.HighWatermark() }
+func (p *Partition) HighWatermark() int64 { return p.Log().HighWatermark() }
 
 // makeLeader applies a LeaderAndIsr that names this broker leader.
 func (p *Partition) makeLeader(st State) {
@@ -179,9 +207,9 @@ func (p *Partition) makeLeader(st State) {
 	p.leader = true
 	p.pendingAdd = -1
 	if newEpoch {
-		leo := p.log.LogEndOffset()
+		leo := p.Log().LogEndOffset()
 		p.epochStart = leo
-		p.log.AssignEpochStart(st.LeaderEpoch, leo)
+		p.Log().AssignEpochStart(st.LeaderEpoch, leo)
 		now := p.now()
 		p.followers = map[int32]*follower{}
 		for _, r := range st.Replicas {
@@ -247,7 +275,7 @@ func (p *Partition) LastOffsetForLeaderEpoch(currentEpoch, epoch int32) (int32, 
 	if err := p.checkEpochLocked(currentEpoch); err != nil {
 		return -1, -1, err
 	}
-	e, end := p.log.EndOffsetForEpoch(epoch)
+	e, end := p.Log().EndOffsetForEpoch(epoch)
 	return e, end, nil
 }
 
@@ -261,7 +289,7 @@ func (p *Partition) AppendAsLeader(records []byte, acks int16) (klog.AppendResul
 // a transactional batch that opens a transaction (klog.Log.AppendAsLeaderTxn).
 func (p *Partition) AppendAsLeaderTxn(records []byte, acks int16, verified *klog.TxnVerification) (klog.AppendResult, error) {
 	return p.appendAsLeader(acks, func(epoch int32) (klog.AppendResult, error) {
-		return p.log.AppendAsLeaderTxn(records, epoch, verified)
+		return p.Log().AppendAsLeaderTxn(records, epoch, verified)
 	})
 }
 
@@ -269,7 +297,7 @@ func (p *Partition) AppendAsLeaderTxn(records []byte, acks int16, verified *klog
 // acks=all (klog.Log.AppendAsCoordinator).
 func (p *Partition) AppendAsCoordinator(records []byte) (klog.AppendResult, error) {
 	return p.appendAsLeader(-1, func(epoch int32) (klog.AppendResult, error) {
-		return p.log.AppendAsCoordinator(records, epoch)
+		return p.Log().AppendAsCoordinator(records, epoch)
 	})
 }
 
@@ -312,7 +340,7 @@ func (p *Partition) AppendMarker(pid int64, epoch int16, m batch.Marker) (klog.A
 		p.mu.Unlock()
 		return klog.AppendResult{}, kerr.NotEnoughReplicas
 	}
-	res, err := p.log.AppendMarker(pid, epoch, m, p.state.LeaderEpoch)
+	res, err := p.Log().AppendMarker(pid, epoch, m, p.state.LeaderEpoch)
 	p.checkStorage(err)
 	if err != nil && res.NumRecords == 0 {
 		p.mu.Unlock()
@@ -341,7 +369,7 @@ func (p *Partition) WaitReplicated(ctx context.Context, offset int64) error {
 			p.Unwatch(w)
 			return notLeader
 		}
-		if p.log.HighWatermark() > offset {
+		if p.Log().HighWatermark() > offset {
 			p.Unwatch(w)
 			if isr < minISR {
 				return kerr.NotEnoughReplicasAfterAppend
@@ -362,7 +390,7 @@ func (p *Partition) maybeAdvanceHWLocked() {
 	if !p.leader {
 		return
 	}
-	hw := p.log.LogEndOffset()
+	hw := p.Log().LogEndOffset()
 	members := p.state.ISR
 	if p.pendingAdd >= 0 && !slices.Contains(members, p.pendingAdd) {
 		members = append(slices.Clone(members), p.pendingAdd)
@@ -378,8 +406,8 @@ func (p *Partition) maybeAdvanceHWLocked() {
 		}
 		hw = min(hw, f.leo)
 	}
-	if hw > p.log.HighWatermark() {
-		p.log.SetHighWatermark(hw)
+	if hw > p.Log().HighWatermark() {
+		p.Log().SetHighWatermark(hw)
 		p.consumerW.wakeAll()
 	}
 }
@@ -418,8 +446,9 @@ func (p *Partition) ReadForConsumer(offset int64, maxBytes int32, currentEpoch i
 		p.mu.Unlock()
 		return klog.Region{}, ReadInfo{}, err
 	}
+	l := p.Log()
 	p.mu.Unlock()
-	info := ReadInfo{LastStableOffset: p.log.LastStableOffset(), HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
+	info := ReadInfo{LastStableOffset: l.LastStableOffset(), HighWatermark: l.HighWatermark(), LogStartOffset: l.LogStartOffset(), LogEndOffset: l.LogEndOffset()}
 	info.LastStableOffset = min(info.LastStableOffset, info.HighWatermark)
 	upper := info.HighWatermark
 	if readCommitted {
@@ -429,7 +458,7 @@ func (p *Partition) ReadForConsumer(offset int64, maxBytes int32, currentEpoch i
 		// Uncommitted (or undecided) but existing: nothing to return yet, not out of range.
 		return klog.Region{}, info, nil
 	}
-	r, err := p.log.Read(offset, maxBytes, upper, minOne)
+	r, err := p.readLog(l, offset, maxBytes, upper, minOne)
 	return r, info, p.checkStorage(err)
 }
 
@@ -452,7 +481,7 @@ func (p *Partition) ReadForFollower(replica int32, offset int64, maxBytes int32,
 		return klog.Region{}, ReadInfo{}, nil, kerr.NotLeaderForPartition
 	}
 	now := p.now()
-	leo := p.log.LogEndOffset()
+	leo := p.Log().LogEndOffset()
 	if offset <= leo {
 		f.leo = offset
 		if offset >= leo {
@@ -464,7 +493,7 @@ func (p *Partition) ReadForFollower(replica int32, offset int64, maxBytes int32,
 	f.lastFetch, f.lastFetchLeaderLE = now, leo
 	var expand *State
 	if !slices.Contains(p.state.ISR, replica) && !p.pendingIsr && (p.pendingAdd < 0 || p.pendingAdd == replica) &&
-		f.leo >= p.log.HighWatermark() && f.leo >= p.epochStart {
+		f.leo >= p.Log().HighWatermark() && f.leo >= p.epochStart {
 		st := p.state
 		st.ISR = append(slices.Clone(p.state.ISR), replica)
 		slices.Sort(st.ISR)
@@ -473,9 +502,10 @@ func (p *Partition) ReadForFollower(replica int32, offset int64, maxBytes int32,
 		p.pendingAdd = replica
 	}
 	p.maybeAdvanceHWLocked()
+	l := p.Log()
 	p.mu.Unlock()
-	info := ReadInfo{HighWatermark: p.log.HighWatermark(), LastStableOffset: p.log.LastStableOffset(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: leo}
-	r, err := p.log.Read(offset, maxBytes, leo, minOne)
+	info := ReadInfo{HighWatermark: l.HighWatermark(), LastStableOffset: l.LastStableOffset(), LogStartOffset: l.LogStartOffset(), LogEndOffset: leo}
+	r, err := p.readLog(l, offset, maxBytes, leo, minOne)
 	return r, info, expand, p.checkStorage(err)
 }
 
@@ -490,7 +520,7 @@ func (p *Partition) shrinkCandidate() *State {
 		return nil
 	}
 	now := p.now()
-	leo := p.log.LogEndOffset()
+	leo := p.Log().LogEndOffset()
 	lagging := func(r int32) bool {
 		f, ok := p.followers[r]
 		// As Kafka: a follower known to hold the leader's log end is in sync
@@ -534,4 +564,22 @@ func (p *Partition) isrWritten(st State, ok bool) {
 	p.mu.Unlock()
 	p.isrChangedW.wakeAll()
 	p.consumerW.wakeAll()
+}
+
+// readLog reads from l, the log the caller took under mu, and once more from
+// the log that replaced it when a move's swap closed l in between: the swap
+// replaces the log under mu, so taking mu waits for it to finish, and the new
+// log holds every offset the old one did.
+func (p *Partition) readLog(l *klog.Log, offset int64, maxBytes int32, upper int64, minOne bool) (klog.Region, error) {
+	r, err := l.Read(offset, maxBytes, upper, minOne)
+	if !errors.Is(err, klog.ErrClosed) {
+		return r, err
+	}
+	p.mu.Lock()
+	nl := p.Log()
+	p.mu.Unlock()
+	if nl == l {
+		return r, err
+	}
+	return nl.Read(offset, maxBytes, upper, minOne)
 }

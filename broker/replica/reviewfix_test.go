@@ -229,7 +229,7 @@ func TestFollowerTruncationRounds(t *testing.T) {
 		defer f.mu.Unlock()
 		return len(f.ofleLog) >= 2
 	})
-	waitFor(t, "truncation to offset 10", func() bool { return p.log.LogEndOffset() == 10 })
+	waitFor(t, "truncation to offset 10", func() bool { return p.Log().LogEndOffset() == 10 })
 }
 
 // A fetch answer from the old leader that arrives after the partition moved to
@@ -280,9 +280,9 @@ func TestStaleFetchAnswerDropped(t *testing.T) {
 	// The fetcher applies an answer before it asks again: once partition 1 is
 	// fetched after the stale answer, that answer has been handled.
 	other := m.Get(TP{"t", 1})
-	waitFor(t, "the next fetch of partition 1", func() bool { return other.log.LogEndOffset() == 0 && p.log.LatestEpoch() == 6 })
-	if p.log.LogEndOffset() != 0 {
-		t.Fatalf("the old leader's records were appended to a partition this broker now leads (log end %d)", p.log.LogEndOffset())
+	waitFor(t, "the next fetch of partition 1", func() bool { return other.Log().LogEndOffset() == 0 && p.Log().LatestEpoch() == 6 })
+	if p.Log().LogEndOffset() != 0 {
+		t.Fatalf("the old leader's records were appended to a partition this broker now leads (log end %d)", p.Log().LogEndOffset())
 	}
 }
 
