@@ -54,14 +54,14 @@ type DescribeOptions struct {
 	Topics  []string
 }
 
-// NewCommand returns `ktool log-dirs` with describe.
+// NewCommand returns `ktool log-dirs` with describe and move.
 func NewCommand(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "log-dirs",
 		Aliases: []string{"logdirs"},
-		Short:   "Show brokers' log directories and the replicas in them",
+		Short:   "Show brokers' log directories and the replicas in them, and move replicas between them",
 	}
-	cmd.AddCommand(NewDescribeCommand(f, nil))
+	cmd.AddCommand(NewDescribeCommand(f, nil), NewMoveCommand(f, nil))
 	return cmd
 }
 
