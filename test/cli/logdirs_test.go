@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/ktoolhq/ktool/tools/cmdutil"
 	"github.com/ktoolhq/ktool/tools/cmdutil/cmdtest"
 	"github.com/ktoolhq/ktool/tools/logdirs"
+	"github.com/ktoolhq/ktool/tools/reassign"
 	"github.com/ktoolhq/ktool/tools/topic"
 )
 
@@ -82,6 +84,23 @@ func TestLogDirsMove(t *testing.T) {
 	if got := in(first); !got[0] || got[1] {
 		t.Fatalf("partitions in %s after the plan: %v, want only 0", first, got)
 	}
+
+	// partition move --execute with log_dirs moves the replica as
+	// kafka-reassign-partitions.sh does.
+	plan2 := filepath.Join(t.TempDir(), "plan2.json")
+	body = fmt.Sprintf(`{"version":1,"partitions":[{"topic":"disks","partition":1,"replicas":[0],"log_dirs":[%q]}]}`, first)
+	if err := os.WriteFile(plan2, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(t, env, reassign.NewMoveCommand(env.F, nil), nil, "--execute", "--plan", plan2); err != nil {
+		t.Fatalf("partition move --execute with log_dirs: %v: %s", err, env.ErrOut)
+	}
+	brokertest.Eventually(t, 30*time.Second, func() error {
+		if got := in(first); !got[0] || !got[1] {
+			return errorf("partitions in %s: %v", first, got)
+		}
+		return nil
+	})
 
 	usage := [][]string{
 		{"--broker", "0", "--topic", "disks"},

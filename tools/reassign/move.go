@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -275,6 +277,10 @@ func Execute(ctx context.Context, f *cmdutil.Factory, adm *kadm.Client, p Plan, 
 		}
 	}
 	next := PlanAssignment(p)
+	dirFailed, err := alterLogDirs(rctx, adm, p)
+	if err != nil {
+		return err
+	}
 	if rate > 0 {
 		if err := SetThrottles(rctx, adm, cur, next, rate); err != nil {
 			return f.ClusterError("setting the throttle", err)
@@ -308,6 +314,9 @@ func Execute(ctx context.Context, f *cmdutil.Factory, adm *kadm.Client, p Plan, 
 	if len(failed) > 0 {
 		return fmt.Errorf("%d of %d partitions were not reassigned:\n  %s", len(failed), len(p.Partitions), strings.Join(failed, "\n  "))
 	}
+	if len(dirFailed) > 0 {
+		return fmt.Errorf("%d replicas were not moved to their log_dirs:\n  %s", len(dirFailed), strings.Join(dirFailed, "\n  "))
+	}
 	if !wait {
 		if out.Structured() {
 			return out.Print(w, cur.Plan(), nil)
@@ -315,6 +324,45 @@ func Execute(ctx context.Context, f *cmdutil.Factory, adm *kadm.Client, p Plan, 
 		return nil
 	}
 	return Verify(ctx, f, adm, p, cur, true, every, out)
+}
+
+// alterLogDirs asks the brokers to put their replicas in the plan's log_dirs
+// (the entries other than "any") before the reassignment starts, as
+// kafka-reassign-partitions.sh does (AlterReplicaLogDirs): a broker that
+// does not host a replica yet answers REPLICA_NOT_AVAILABLE and creates it
+// in that dir when it comes. It returns the replicas refused; a log dir
+// that is not an absolute path is a usage error.
+func alterLogDirs(ctx context.Context, adm *kadm.Client, p Plan) ([]string, error) {
+	reqs := map[int32]kadm.AlterReplicaLogDirsReq{}
+	for _, pp := range p.Partitions {
+		for i, d := range pp.LogDirs {
+			if d == "any" {
+				continue
+			}
+			if !filepath.IsAbs(d) {
+				return nil, cmdutil.Usagef("%s-%d: log dir %q is not an absolute path (or \"any\")", pp.Topic, pp.Partition, d)
+			}
+			b := pp.Replicas[i]
+			req := reqs[b]
+			req.Add(filepath.Clean(d), kadm.TopicsSet{pp.Topic: {pp.Partition: {}}})
+			reqs[b] = req
+		}
+	}
+	var failed []string
+	for b, req := range reqs {
+		resps, err := adm.AlterBrokerReplicaLogDirs(ctx, b, req)
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("log dirs on broker %d: %v", b, err))
+			continue
+		}
+		resps.Each(func(r kadm.AlterReplicaLogDirsResponse) {
+			if r.Err != nil && !errors.Is(r.Err, kerr.ReplicaNotAvailable) {
+				failed = append(failed, fmt.Sprintf("%s-%d to %s on broker %d: %v", r.Topic, r.Partition, r.Dir, b, r.Err))
+			}
+		})
+	}
+	sort.Strings(failed)
+	return failed, nil
 }
 
 // Verify prints the plan's status; once every partition is complete it
