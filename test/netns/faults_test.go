@@ -405,8 +405,8 @@ func loseQuorum(ctx context.Context, r *run, m kadm.Metadata) (string, error) {
 // loseQuorumFreezeFollower takes the quorum away and freezes a broker that
 // is not the controller (SIGSTOP): every partition has it in its ISR, and
 // no leader may drop it from the ISR without writing that to ZooKeeper, so
-// no record it does not hold (at or past its log end when frozen, read from
-// its files) may be acknowledged (acks=all) until the quorum is back. The
+// no record it does not hold (at or past its log end while frozen, read
+// from its files) may be acknowledged (acks=all) until the quorum is back. The
 // check is on offsets, not on time: a response in flight at the freeze, or
 // a callback run late on a loaded machine, is not a violation. Then the
 // ISRs shrink, acknowledgements resume, and the broker is let go.
@@ -423,6 +423,15 @@ func loseQuorumFreezeFollower(ctx context.Context, r *run, m kadm.Metadata) (str
 		return what, err
 	}
 	defer b.Signal(syscall.SIGCONT)
+	from := r.prod.AckedCount()
+	// Longer than replica.lag.time.max.ms (3 s) plus the time a leader
+	// waits for its ISR write (10 s): a leader that dropped the frozen
+	// follower from the ISR without ZooKeeper would ack again.
+	sleep(ctx, 17*time.Second)
+	acks, _ := r.prod.Acked()
+	// Read only now: kill(2) returns before every thread of the broker has
+	// stopped, and a write running at the freeze still lands (seen: a log
+	// end read at once was one record short of an acknowledgement).
 	ends := map[int32]int64{}
 	for p := int32(0); p < partitions; p++ {
 		end, err := chaoscheck.LogEnd(fmt.Sprintf("%s/%s-%d", r.c.logDir(v), topic, p))
@@ -432,12 +441,6 @@ func loseQuorumFreezeFollower(ctx context.Context, r *run, m kadm.Metadata) (str
 		}
 		ends[p] = end
 	}
-	from := r.prod.AckedCount()
-	// Longer than replica.lag.time.max.ms (3 s) plus the time a leader
-	// waits for its ISR write (10 s): a leader that dropped the frozen
-	// follower from the ISR without ZooKeeper would ack again.
-	sleep(ctx, 17*time.Second)
-	acks, _ := r.prod.Acked()
 	if err := r.c.lab.Heal(); err != nil {
 		return what, err
 	}
