@@ -88,12 +88,14 @@ func (l *txnLog) committedCount() int {
 //   - every acknowledged commit was read;
 //   - the last stable offset never stayed below the high watermark at one
 //     value for longer than lsoBound, and reaches the high watermark once
-//     the producer stops (no transaction hangs past its timeout).
+//     the producer stops (no transaction hangs past its timeout);
+//   - the LSO passed every abandoned transaction no later than lsoBound -
+//     txnTimeout after its timeout.
 //
 // CI runs the first six faults (each kind on each role);
 // KTOOL_CHAOS_TXN_FAULTS=N runs N.
 //
-//	KTOOL_CHAOS_TXN_FAULTS=48 go test ./test/chaos -run TestTxnFaults -v -timeout 60m
+//	KTOOL_CHAOS_TXN_FAULTS=64 go test ./test/chaos -run TestTxnFaults -v -timeout 60m
 func TestTxnFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("process-level chaos test: runs without -short")
@@ -172,9 +174,11 @@ func TestTxnFaults(t *testing.T) {
 		lso.fault(fmt.Sprintf("fault %d (%s, %s)", i+1, f.name, role))
 		before := log.committedCount()
 		start := time.Now()
-		if err := abandonTxn(ctx, c, abandonedIDs[i], i); err != nil {
+		first, began, err := abandonTxn(ctx, c, abandonedIDs[i], i)
+		if err != nil {
 			t.Fatalf("fault %d: abandoning a transaction: %v", i+1, err)
 		}
+		lso.watch(first, began.Add(txnTimeout), fmt.Sprintf("fault %d (%s)", i+1, f.name))
 		if err := f.apply(t, c, victim); err != nil {
 			t.Fatalf("fault %d (%s, %s): %v", i+1, f.name, role, err)
 		}
@@ -215,6 +219,23 @@ func TestTxnFaults(t *testing.T) {
 	}
 	stopMonitor()
 	monWG.Wait()
+	var lates []time.Duration
+	for _, a := range lso.abandonedTxns() {
+		if a.ended.IsZero() {
+			t.Errorf("the transaction abandoned before %s (first offset %d) was never aborted: the LSO never passed it", a.during, a.offset)
+			continue
+		}
+		late := a.ended.Sub(a.expiry)
+		if late > lsoBound-txnTimeout {
+			t.Errorf("the transaction abandoned before %s (first offset %d) was aborted %v after its timeout, beyond %v", a.during, a.offset, late.Round(time.Millisecond), lsoBound-txnTimeout)
+		}
+		lates = append(lates, late)
+	}
+	slices.Sort(lates)
+	if len(lates) > 0 {
+		t.Logf("abandoned transactions were aborted after their timeout by (the LSO passed them): median %v, worst %v (of %d)",
+			lates[len(lates)/2].Round(time.Millisecond), lates[len(lates)-1].Round(time.Millisecond), len(lates))
+	}
 	worst, at, during := lso.worstStall()
 	t.Logf("longest the last stable offset stayed at one value below the high watermark: %v (offset %d, %s; bound %v)",
 		worst.Round(time.Millisecond), at, during, lsoBound)
@@ -418,22 +439,30 @@ func sameCoordinatorIDs(id string, n int) []string {
 // producer that dies would: only the coordinator's timeout (or a fault
 // taking over the coordinator) can abort it, and until then the LSO stays
 // at its first record.
-func abandonTxn(ctx context.Context, c *cluster, id string, n int) error {
+//
+// It returns the offset of its first record and the time before the
+// transaction began: the coordinator's timeout runs from a later time.
+func abandonTxn(ctx context.Context, c *cluster, id string, n int) (first int64, began time.Time, err error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addrs()...), kgo.TransactionalID(id), kgo.DefaultProduceTopic(txnTopic),
 		kgo.TransactionTimeout(txnTimeout), kgo.RecordDeliveryTimeout(20*time.Second))
 	if err != nil {
-		return err
+		return 0, time.Time{}, err
 	}
 	defer cl.Close()
+	began = time.Now()
 	if err := cl.BeginTransaction(); err != nil {
-		return err
+		return 0, began, err
 	}
 	for i := range txnSize {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "abandoned-%d-%d", n, i)}).FirstErr(); err != nil {
-			return err
+		r, err := cl.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "abandoned-%d-%d", n, i)}).First()
+		if err != nil {
+			return 0, began, err
+		}
+		if i == 0 {
+			first = r.Offset
 		}
 	}
-	return nil
+	return first, began, nil
 }
 
 // txnCoordinator asks the brokers in turn for the transaction coordinator of
@@ -481,6 +510,30 @@ type lsoMonitor struct {
 	worstAt     int64
 	worstDuring string
 	recent      time.Duration // the worst since takeWorst
+	abandoned   []abandonedTxn
+}
+
+// abandonedTxn is a transaction abandoned by its producer: the LSO must
+// pass its first offset once the coordinator aborts it.
+type abandonedTxn struct {
+	offset int64
+	expiry time.Time // when its timeout passed at the latest
+	during string    // the fault it was abandoned before
+	ended  time.Time // when the LSO was first read past offset; zero until then
+}
+
+// watch follows the abandoned transaction whose first record is at offset.
+func (m *lsoMonitor) watch(offset int64, expiry time.Time, during string) {
+	m.mu.Lock()
+	m.abandoned = append(m.abandoned, abandonedTxn{offset: offset, expiry: expiry, during: during})
+	m.mu.Unlock()
+}
+
+// abandonedTxns are the watched transactions.
+func (m *lsoMonitor) abandonedTxns() []abandonedTxn {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.abandoned)
 }
 
 // fault names the fault that begins now, for the report.
@@ -518,6 +571,13 @@ func (m *lsoMonitor) run(ctx context.Context) {
 		cancel()
 		now := time.Now()
 		m.mu.Lock()
+		if err == nil {
+			for i := range m.abandoned {
+				if a := &m.abandoned[i]; a.ended.IsZero() && lso > a.offset {
+					a.ended = now
+				}
+			}
+		}
 		switch {
 		case err != nil:
 		case lso >= hw:
