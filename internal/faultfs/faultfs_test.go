@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +25,14 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		fmt.Println("mounted")
+		if os.Getenv("FAULTFS_CHILD_EXIT") != "" {
+			// Exit with a file open on the mount this process serves.
+			if _, err := os.Create(filepath.Join(dir, "left-open")); err != nil {
+				fmt.Println(err)
+				os.Exit(1)
+			}
+			os.Exit(0)
+		}
 		select {}
 	}
 	os.Exit(m.Run())
@@ -356,5 +365,41 @@ func waitForNamespace(t *testing.T, pid int, dir string) {
 			t.Fatalf("process %d has no namespace of its own with %s in it", pid, dir)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestExitWithAFileOpenOnItsOwnMount: a test process that ends (a panic, a
+// timeout) with a file open on a mount it serves must still exit. Closing
+// the file at exit sent FUSE a FLUSH that the process's dead server could
+// never answer, and the process hung for ever in its exit.
+func TestExitWithAFileOpenOnItsOwnMount(t *testing.T) {
+	Mount(t) // root and /dev/fuse, or skip
+	backing, dir := t.TempDir(), t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "FAULTFS_CHILD_MOUNT="+dir, "FAULTFS_CHILD_BACKING="+backing, "FAULTFS_CHILD_EXIT=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	done := make(chan error, 1)
+	go func() {
+		b, _ := io.ReadAll(out)
+		err := cmd.Wait()
+		if err == nil && string(b) != "mounted\n" {
+			err = fmt.Errorf("child said %q", b)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the process did not exit with a file open on the mount it serves")
 	}
 }

@@ -179,11 +179,18 @@ var (
 	_ fs.FileFsyncer         = (*file)(nil)
 	_ fs.FileAllocater       = (*file)(nil)
 	_ fs.FilePassthroughFder = (*file)(nil)
+	_ fs.FileFlusher         = (*file)(nil)
 )
 
 // PassthroughFd refuses FUSE passthrough, in which the kernel would read
 // and write the backing file without asking the server.
 func (h *file) PassthroughFd() (int, bool) { return -1, false }
+
+// Flush is refused, so the kernel sends no FLUSH again (New closes one
+// file to teach it) and close(2) never waits for the server: a test process
+// that exits with a file open on a mount it serves would otherwise hang in
+// its exit, its server gone. With direct I/O there is nothing to flush.
+func (h *file) Flush(context.Context) syscall.Errno { return syscall.ENOSYS }
 
 func (h *file) Read(ctx context.Context, buf []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	if _, errno := h.fs.admit(Read, off, len(buf)); errno != 0 {
