@@ -118,6 +118,16 @@ func New(backing, dir string) (*FS, error) {
 		f.Close()
 		return nil, err
 	}
+	// go-fuse's poll hack, which it skips for a /dev/fd/N mount: one POLL
+	// now, answered ENOSYS, and the kernel sends no more. Otherwise the
+	// first one comes when the runtime's epoll of a process with a file on
+	// the mount polls it, and if the server cannot answer then (its process
+	// exiting), that thread waits for ever: a test binary was found hung
+	// so, a zombie with its last thread in fuse_file_poll.
+	if err := pollOnce(filepath.Join(dir, ".go-fuse-epoll-hack")); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("faultfs: %w", err)
+	}
 	// One close now, while the server runs, teaches the kernel that it
 	// answers no FLUSH (file.Flush), so no later close waits for it.
 	probe := filepath.Join(dir, ".faultfs-flush-probe")
@@ -310,3 +320,14 @@ func Mount(t testing.TB) *FS {
 }
 
 var sweepOnce sync.Once
+
+// pollOnce opens path and polls it once.
+func pollOnce(path string) error {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	_, err = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN | unix.POLLPRI | unix.POLLOUT}}, 0)
+	return err
+}
