@@ -490,6 +490,20 @@ func (w isrWriter) WriteIsr(ctx context.Context, tp replica.TP, st replica.State
 	return version, nil
 }
 
+// ReadIsr reads a partition's state znode (replica.IsrReader).
+func (w isrWriter) ReadIsr(ctx context.Context, tp replica.TP) (replica.State, error) {
+	data, st, err := w.b.Store().Get(ctx, zkdata.PartitionStatePath(tp.Topic, tp.Partition))
+	if err != nil {
+		return replica.State{}, err
+	}
+	cur, err := zkdata.DecodeLeaderIsr(data, st.Version)
+	if err != nil {
+		return replica.State{}, err
+	}
+	return replica.State{Leader: cur.Leader, LeaderEpoch: cur.LeaderEpoch, ISR: cur.ISR,
+		ControllerEpoch: cur.ControllerEpoch, ZkVersion: st.Version}, nil
+}
+
 func hostPort(host string, port int32) string { return fmt.Sprintf("%s:%d", host, port) }
 
 // adminTimeout bounds admin waits by the request's timeout_ms.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"log/slog"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -375,5 +377,96 @@ func TestCaughtUpFollowerStaysWhileLogIdle(t *testing.T) {
 	}
 	if st := p.shrinkCandidate(); st == nil || !slices.Equal(st.ISR, []int32{1}) {
 		t.Fatalf("shrink %+v after an append the follower has not fetched for an hour, want ISR [1]", st)
+	}
+}
+
+// landingIsr is a store whose first ISR write lands and then fails, as a
+// connection cut after the write does: the leader cannot tell it landed.
+// Writes are conditional on the znode version, as ZooKeeper's are.
+type landingIsr struct {
+	mu     sync.Mutex
+	st     State
+	writes int
+}
+
+func (f *landingIsr) WriteIsr(ctx context.Context, tp TP, st State) (int32, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writes++
+	if st.ZkVersion != f.st.ZkVersion {
+		return 0, errors.New("bad version")
+	}
+	st.ZkVersion++
+	f.st = st
+	if f.writes == 1 {
+		return 0, errors.New("connection lost after the write; outcome unknown")
+	}
+	return st.ZkVersion, nil
+}
+
+func (f *landingIsr) ReadIsr(ctx context.Context, tp TP) (State, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st, nil
+}
+
+func (f *landingIsr) stored() (State, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.st, f.writes
+}
+
+// Invariant: the leader's ISR converges on the store's. A shrink that landed
+// although its write failed (and its read back failed too) left the store's
+// ISR narrower than the leader's; the follower caught up again, so nothing
+// more was written, and the store kept naming the leader alone until it died
+// and the partition went offline (the 10,000-partition failover bench, two
+// partitions). The leader reads the state back and re-expands the ISR.
+func TestLandedShrinkOfUnknownOutcomeIsSettled(t *testing.T) {
+	tp := TP{"t", 0}
+	initial := State{Leader: 1, LeaderEpoch: 1, ISR: []int32{1, 2}, Replicas: []int32{1, 2}}
+	isr := &landingIsr{st: initial}
+	m := NewManager(Config{BrokerID: 1, LogDirs: []string{t.TempDir()}, Isr: isr, ReplicaLagMax: time.Millisecond,
+		Logger:        slog.New(slog.DiscardHandler),
+		TopicSettings: func(string) Settings { return Settings{Log: klog.DefaultConfig(), MinISR: 1} }})
+	defer m.Shutdown()
+	if err := m.apply(LeaderUpdate{TP: tp, State: initial}, nil); err != nil {
+		t.Fatal(err)
+	}
+	p := m.Get(tp)
+	if _, err := p.AppendAsLeader(testBatch(5), 1); err != nil {
+		t.Fatal(err)
+	}
+	// Follower 2 does not fetch: it lags, and the shrink lands unknown.
+	deadline := time.Now().Add(10 * time.Second)
+	for _, n := isr.stored(); n == 0; _, n = isr.stored() {
+		if time.Now().After(deadline) {
+			t.Fatal("no ISR shrink was written")
+		}
+		m.shrinkIsrs()
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st, _ := isr.stored(); !slices.Equal(st.ISR, []int32{1}) {
+		t.Fatalf("store ISR %v after the shrink, want [1]", st.ISR)
+	}
+	// The follower catches up and keeps fetching at the log end.
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		_, _, expand, err := p.ReadForFollower(2, p.Log().LogEndOffset(), 1<<20, 1, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if expand != nil {
+			m.ExpandIsr(p, *expand)
+		}
+		m.shrinkIsrs()
+		st, _ := isr.stored()
+		if slices.Equal(st.ISR, []int32{1, 2}) && slices.Equal(p.State().ISR, []int32{1, 2}) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("store ISR %v while the leader's is %v: the landed shrink was never learned", st.ISR, p.State().ISR)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -31,6 +31,13 @@ type IsrWriter interface {
 	WriteIsr(ctx context.Context, tp TP, st State) (int32, error)
 }
 
+// IsrReader reads a partition's leader, epoch, ISR and znode version as the
+// store holds them. An IsrWriter that is one lets a leader learn the outcome
+// of an ISR write that failed without one.
+type IsrReader interface {
+	ReadIsr(ctx context.Context, tp TP) (State, error)
+}
+
 // Settings are what the manager needs per topic, resolved by the broker.
 type Settings struct {
 	Log    klog.Config
@@ -564,10 +571,29 @@ func (m *Manager) retention() {
 
 func (m *Manager) shrinkIsrs() {
 	for _, p := range m.unsorted() {
+		m.settleIsr(p)
 		if st := p.shrinkCandidate(); st != nil {
 			m.writeIsr(p, *st, "shrink")
 		}
 	}
+}
+
+// settleIsr reads back the store's state of a partition whose last ISR write
+// ended without a known outcome (see Partition.isrUnsure).
+func (m *Manager) settleIsr(p *Partition) {
+	r, ok := m.cfg.Isr.(IsrReader)
+	if !ok || p.unsureIsr() == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
+	defer cancel()
+	st, err := r.ReadIsr(ctx, TP{p.Topic, p.ID})
+	if err != nil {
+		m.logger.Warn("ISR outcome still unknown", "topic", p.Topic, "partition", p.ID, "err", err)
+	} else {
+		m.logger.Info("ISR read back", "topic", p.Topic, "partition", p.ID, "leader", st.Leader, "epoch", st.LeaderEpoch, "isr", st.ISR)
+	}
+	p.isrRead(st, err == nil)
 }
 
 // ExpandIsr writes an ISR expansion decided by ReadForFollower.

@@ -65,7 +65,14 @@ type Partition struct {
 	// an acknowledged write could be missing from a member of the ISR the
 	// controller reads (Kafka's maximal ISR). A later ISR write or a new
 	// leader epoch settles it.
-	pendingAdd  int32
+	pendingAdd int32
+	// isrUnsure is the leader epoch in which an ISR write failed without a
+	// known outcome (-1 for none): the store may hold the new ISR while this
+	// broker kept the old one, and with no further change to write nothing
+	// would tell it (a shrink that landed left the store's ISR narrower than the
+	// leader's for good, and the partition offline once the leader died). The
+	// manager reads the store's state back until it knows (settleIsr).
+	isrUnsure   int32
 	deleted     bool
 	offline     bool     // its log dir failed: it serves nothing until the broker restarts
 	consumerW   watchers // woken when the high watermark moves
@@ -81,6 +88,7 @@ func newPartition(topic string, id int32, self int32, l *klog.Log, logger *slog.
 		minISR:     1,
 		lagMax:     30 * time.Second,
 		pendingAdd: -1,
+		isrUnsure:  -1,
 		state:      State{Leader: -1, LeaderEpoch: -1},
 	}
 	p.logp.Store(l)
@@ -206,6 +214,7 @@ func (p *Partition) makeLeader(st State) {
 	p.state = st
 	p.leader = true
 	p.pendingAdd = -1
+	p.isrUnsure = -1
 	if newEpoch {
 		leo := p.Log().LogEndOffset()
 		p.epochStart = leo
@@ -555,11 +564,51 @@ func (p *Partition) isrWritten(st State, ok bool) {
 	if ok {
 		// The store holds st now: a follower not in it is not in the ISR.
 		p.pendingAdd = -1
+		p.isrUnsure = -1
+	} else if p.leader && st.LeaderEpoch == p.state.LeaderEpoch {
+		p.isrUnsure = st.LeaderEpoch
 	}
 	if ok && p.leader && st.LeaderEpoch == p.state.LeaderEpoch {
 		p.state.ISR = st.ISR
 		p.state.ZkVersion = st.ZkVersion
 		p.maybeAdvanceHWLocked()
+	}
+	p.mu.Unlock()
+	p.isrChangedW.wakeAll()
+	p.consumerW.wakeAll()
+}
+
+// unsureIsr returns the leader's state when an ISR write of this epoch ended
+// without a known outcome and no other ISR write is in flight, marking one in
+// flight (the read back of settleIsr), else nil.
+func (p *Partition) unsureIsr() *State {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.leader || p.pendingIsr || p.isrUnsure < 0 || p.isrUnsure != p.state.LeaderEpoch {
+		return nil
+	}
+	p.pendingIsr = true
+	st := p.state
+	return &st
+}
+
+// isrRead ends the read back unsureIsr began: with the store's state, when
+// it names this broker leader at the current epoch, the ISR and znode version
+// are the store's (a write of the leader's own that landed); a state of another
+// leader or epoch leaves the partition to the LeaderAndIsr that follows it.
+// pendingAdd stays: a write still in flight may land yet.
+func (p *Partition) isrRead(stored State, ok bool) {
+	p.mu.Lock()
+	p.pendingIsr = false
+	switch {
+	case !ok || !p.leader:
+	case stored.Leader == p.self && stored.LeaderEpoch == p.state.LeaderEpoch:
+		p.state.ISR = slices.Clone(stored.ISR)
+		p.state.ZkVersion = stored.ZkVersion
+		p.isrUnsure = -1
+		p.maybeAdvanceHWLocked()
+	default:
+		p.isrUnsure = -1
 	}
 	p.mu.Unlock()
 	p.isrChangedW.wakeAll()
