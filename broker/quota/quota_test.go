@@ -102,13 +102,21 @@ func TestThrottleTime(t *testing.T) {
 	if d := m.Record(Produce, "alice", "b", 50, t0); d != 500*time.Millisecond {
 		t.Fatalf("throttle = %v, want 500ms", d)
 	}
-	// Far over: capped at one window.
-	if d := m.Record(Produce, "alice", "a", 1e6, t0); d != time.Second {
-		t.Fatalf("throttle = %v, want the 1s cap", d)
+	// Far over: the wait is the time the bound takes to pay the excess back
+	// (1,000,050 bytes over the burst at 100 B/s), as Kafka gives it for byte
+	// quotas, with no cap of one window.
+	want := 10000500 * time.Millisecond
+	if d := m.Record(Produce, "alice", "a", 1e6, t0); d != want {
+		t.Fatalf("throttle = %v, want %v", d, want)
 	}
 	st := m.Stats(t0)
-	if len(st) != 1 || st[0].User != "alice" || st[0].Client != "" || st[0].Throttle != 1500*time.Millisecond {
+	if len(st) != 1 || st[0].User != "alice" || st[0].Client != "" || st[0].Throttle != want+500*time.Millisecond {
 		t.Fatalf("stats = %+v", st)
+	}
+	// request_percentage is capped at one window, as Kafka caps it.
+	m.SetTable(NewTable(map[Entity]Values{{User: Named("alice")}: {Request: 10}}))
+	if d := m.Record(Request, "alice", "a", 1e6, t0); d != time.Second {
+		t.Fatalf("request throttle = %v, want the 1s cap", d)
 	}
 }
 
@@ -129,5 +137,46 @@ func TestSensorsBounded(t *testing.T) {
 	m.Record(Produce, "", "late", 1, t0.Add(20*time.Second))
 	if st := m.Stats(t0.Add(20 * time.Second)); len(st) != 1 {
 		t.Fatalf("%d rates after expiry, want 1", len(st))
+	}
+}
+
+// TestGreedyClientsHeldToTheirQuota runs five connections of one client id
+// (as five instances of an application share a client.id), each always with
+// another 1 MB request ready, against a 1 MiB/s quota measured over 4
+// one-second samples. Each connection sends its next request as soon as its
+// own mute ends. Together they must hold the quota over the 10 s after the
+// first measuring span. With the throttle capped at one window, as Kafka caps
+// only request_percentage, each connection could still send 1 MB a second and
+// together they ran at about five times the quota.
+func TestGreedyClientsHeldToTheirQuota(t *testing.T) {
+	const bound, size, conns = 1 << 20, 1e6, 5
+	m := NewManager(Config{Samples: 4, Window: time.Second})
+	m.SetTable(NewTable(map[Entity]Values{{Client: Named("greedy")}: {Produce: bound}}))
+	start := time.Unix(1000, 0)
+	from, to := start.Add(4*time.Second), start.Add(14*time.Second)
+	next := make([]time.Time, conns)
+	for i := range next {
+		next[i] = start.Add(time.Duration(i) * time.Millisecond)
+	}
+	sent := 0.0
+	for {
+		c := 0
+		for i := range next {
+			if next[i].Before(next[c]) {
+				c = i
+			}
+		}
+		now := next[c]
+		if !now.Before(to) {
+			break
+		}
+		d := m.Record(Produce, "", "greedy", size, now)
+		if !now.Before(from) {
+			sent += size
+		}
+		next[c] = now.Add(time.Millisecond + d)
+	}
+	if rate := sent / to.Sub(from).Seconds(); math.Abs(rate-bound)/bound > 0.15 {
+		t.Fatalf("%d connections of one client at %.0f B/s together against its %d B/s quota", conns, rate, bound)
 	}
 }

@@ -103,6 +103,38 @@ func (r *Rate) throttle(bound float64, now time.Time, max time.Duration) time.Du
 	return min(d, max)
 }
 
+// MaxThrottle bounds one throttle time, so that it fits the int32
+// milliseconds of an answer's throttle_time_ms.
+const MaxThrottle = time.Duration(1<<31-1) * time.Millisecond
+
+// Bucket meters an amount against a rate as a leaky bucket: its level drains
+// at the rate, and a level above what the rate drains in burst is owed as a
+// wait. Unlike the throttle of a windowed rate, which assumes that the
+// client's samples stay until it has waited, the level forgets nothing it has
+// not drained: however many connections share it, and however bursty they
+// are, the amount taken over a long time is the rate's, plus burst's worth.
+type Bucket struct {
+	level float64
+	at    int64 // unix nanoseconds of the last Take
+}
+
+// Take adds v (negative to give back) at now and returns how long the taker
+// must wait for the level to fall back to burst's worth of rate (0 when within
+// it; at most MaxThrottle). rate must be positive.
+func (b *Bucket) Take(v, rate float64, burst time.Duration, now time.Time) time.Duration {
+	t := now.UnixNano()
+	if b.at != 0 && t > b.at {
+		b.level = max(b.level-rate*float64(t-b.at)/float64(time.Second), 0)
+	}
+	b.at = max(b.at, t)
+	b.level = max(b.level+v, 0)
+	over := (b.level - rate*burst.Seconds()) / rate
+	if over <= 0 {
+		return 0
+	}
+	return time.Duration(min(over*float64(time.Second), float64(MaxThrottle)))
+}
+
 // Config is the measuring configuration: quota.window.num and quota.window.size.seconds.
 type Config struct {
 	Samples int
@@ -121,6 +153,7 @@ type Manager struct {
 
 type sensor struct {
 	rate     *Rate
+	owed     Bucket // bytes over the bound, for the byte kinds' throttles
 	bound    float64
 	last     time.Time
 	throttle time.Duration // total throttle time given
@@ -163,7 +196,14 @@ func (m *Manager) Record(k Kind, user, clientID string, value float64, now time.
 	s := m.sensor(k, tags, now)
 	s.bound, s.last = bound, now
 	s.rate.Record(value, now)
-	d := s.rate.throttle(bound, now, m.cfg.Window)
+	var d time.Duration
+	if k == Request {
+		// As Kafka's request quota: the windowed rate's throttle, at most
+		// one window.
+		d = s.rate.throttle(bound, now, m.cfg.Window)
+	} else {
+		d = s.owed.Take(value, bound, m.burst(), now)
+	}
 	s.throttle += d
 	return d
 }
@@ -191,7 +231,17 @@ func (m *Manager) Unrecord(k Kind, user, clientID string, value float64, now tim
 	defer m.mu.Unlock()
 	if s := m.sensors[tags]; s != nil {
 		s.rate.Record(-value, now)
+		if k != Request {
+			s.owed.Take(-value, s.bound, m.burst(), now)
+		}
 	}
+}
+
+// burst is how long a byte quota's bound may be exceeded for before a client
+// is throttled: (samples-1) windows, the shortest window Kafka's rate divides
+// by, so a fresh client is throttled after the same first burst.
+func (m *Manager) burst() time.Duration {
+	return time.Duration(max(m.cfg.Samples-1, 1)) * m.cfg.Window
 }
 
 // sensor finds or makes the rate of tags (m.mu held).
