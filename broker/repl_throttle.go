@@ -16,31 +16,23 @@ import (
 	"time"
 
 	"github.com/ktoolhq/ktool/broker/config"
+	cq "github.com/ktoolhq/ktool/broker/quota"
 	"github.com/ktoolhq/ktool/broker/replica"
 )
 
-// quota is a token bucket holding at most one second of its rate.
+// quota is one replication quota: a bucket holding one second of its rate,
+// shared by the broker's fetches.
 type quota struct {
-	mu     sync.Mutex
-	tokens float64
-	last   time.Time
+	mu sync.Mutex
+	b  cq.Bucket
 }
 
-func (q *quota) refill(rate int64, now time.Time) {
-	if q.last.IsZero() {
-		q.tokens = float64(rate)
-	} else {
-		q.tokens = min(float64(rate), q.tokens+float64(rate)*now.Sub(q.last).Seconds())
-	}
-	q.last = now
-}
-
-// exceeded reports whether the quota is used up at rate.
+// exceeded reports whether the quota is used up at rate: more than one
+// second's worth owed.
 func (q *quota) exceeded(rate int64, now time.Time) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.refill(rate, now)
-	return q.tokens <= 0
+	return q.b.Take(0, float64(rate), time.Second, now) > 0
 }
 
 // take counts n bytes against the quota; it may go into debt, which the next
@@ -48,8 +40,7 @@ func (q *quota) exceeded(rate int64, now time.Time) bool {
 func (q *quota) take(rate int64, n int64, now time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.refill(rate, now)
-	q.tokens -= float64(n)
+	q.b.Take(float64(n), float64(rate), time.Second, now)
 }
 
 // replThrottles are a broker's two replication quotas.

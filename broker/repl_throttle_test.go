@@ -27,3 +27,19 @@ func TestQuotaHoldsAtTheRate(t *testing.T) {
 		t.Error("an idle hour banked more than one second of bytes")
 	}
 }
+
+// TestQuotaLoweredHoldsAtOnce lowers a quota after a second used in full at a
+// high rate: the next bytes wait for the new rate only, as when operators
+// turn a reassignment's throttle down.
+func TestQuotaLoweredHoldsAtOnce(t *testing.T) {
+	var q quota
+	t0 := time.Unix(1000, 0)
+	q.take(1<<30, 1<<30, t0)
+	if q.exceeded(1<<20, t0.Add(time.Millisecond)) {
+		t.Fatal("a quota lowered to 1 MiB/s charges the GiB sent within the old second")
+	}
+	q.take(1<<20, 3<<20, t0.Add(time.Millisecond))
+	if !q.exceeded(1<<20, t0.Add(time.Second)) {
+		t.Fatal("3 MiB taken at 1 MiB/s not held a second later")
+	}
+}

@@ -180,3 +180,29 @@ func TestGreedyClientsHeldToTheirQuota(t *testing.T) {
 		t.Fatalf("%d connections of one client at %.0f B/s together against its %d B/s quota", conns, rate, bound)
 	}
 }
+
+// TestBucketRateChange lowers the rate of a bucket: what was taken within the
+// old burst is not charged at the new rate (a level kept as such would owe
+// 990 s here), and what was owed beyond it carries over in bytes.
+func TestBucketRateChange(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var b Bucket
+	if d := b.Take(1000, 1000, time.Second, t0); d != 0 {
+		t.Fatalf("a whole burst waits %v", d)
+	}
+	if d := b.Take(0, 1, time.Second, t0); d != 0 {
+		t.Fatalf("after lowering the rate the old burst is owed as %v", d)
+	}
+	if d := b.Take(2, 1, time.Second, t0); d != 2*time.Second {
+		t.Fatalf("2 bytes at 1 B/s wait %v, want 2s", d)
+	}
+	var c Bucket
+	c.Take(3000, 1000, time.Second, t0) // 2000 bytes beyond the burst
+	if d := c.Take(0, 500, time.Second, t0); d != 4*time.Second {
+		t.Fatalf("2000 bytes owed at 500 B/s wait %v, want 4s", d)
+	}
+	// Raised again after an idle hour: the credit is the new burst, no more.
+	if d := c.Take(25000, 10000, time.Second, t0.Add(time.Hour)); d != 1500*time.Millisecond {
+		t.Fatalf("wait %v, want 1.5s", d)
+	}
+}

@@ -113,9 +113,15 @@ const MaxThrottle = time.Duration(1<<31-1) * time.Millisecond
 // client's samples stay until it has waited, the level forgets nothing it has
 // not drained: however many connections share it, and however bursty they
 // are, the amount taken over a long time is the rate's, plus burst's worth.
+//
+// What it keeps is the level's distance from burst's worth at the rate (debt;
+// negative while within it), the tokens of a token bucket holding burst's
+// worth with the sign turned. So a changed rate charges nothing for what was
+// taken within the old burst: a lowered rate holds from the next Take on, and
+// only what was owed beyond the burst carries over, in its amount.
 type Bucket struct {
-	level float64
-	at    int64 // unix nanoseconds of the last Take
+	debt float64
+	at   int64 // unix nanoseconds of the last Take; 0: none yet, the bucket is empty
 }
 
 // Take adds v (negative to give back) at now and returns how long the taker
@@ -123,16 +129,19 @@ type Bucket struct {
 // it; at most MaxThrottle). rate must be positive.
 func (b *Bucket) Take(v, rate float64, burst time.Duration, now time.Time) time.Duration {
 	t := now.UnixNano()
-	if b.at != 0 && t > b.at {
-		b.level = max(b.level-rate*float64(t-b.at)/float64(time.Second), 0)
+	empty := -rate * burst.Seconds()
+	switch {
+	case b.at == 0:
+		b.debt = empty
+	case t > b.at:
+		b.debt -= rate * float64(t-b.at) / float64(time.Second)
 	}
 	b.at = max(b.at, t)
-	b.level = max(b.level+v, 0)
-	over := (b.level - rate*burst.Seconds()) / rate
-	if over <= 0 {
+	b.debt = max(max(b.debt, empty)+v, empty)
+	if b.debt <= 0 {
 		return 0
 	}
-	return time.Duration(min(over*float64(time.Second), float64(MaxThrottle)))
+	return time.Duration(min(b.debt/rate*float64(time.Second), float64(MaxThrottle)))
 }
 
 // Config is the measuring configuration: quota.window.num and quota.window.size.seconds.

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	klog "github.com/ktoolhq/ktool/broker/log"
+	"github.com/ktoolhq/ktool/broker/quota"
 	"github.com/ktoolhq/ktool/internal/batch"
 )
 
@@ -588,36 +589,23 @@ func moveDirName(name, suffix string) (TP, string, bool) {
 }
 
 // moveQuota is replica.alter.log.dirs.io.max.bytes.per.second, shared by
-// the broker's copiers: a token bucket holding at most one second of it.
+// the broker's copiers: a bucket holding at most one second of it.
 type moveQuota struct {
-	mu     sync.Mutex
-	tokens float64
-	last   time.Time
+	mu sync.Mutex
+	b  quota.Bucket
 }
 
-func (q *moveQuota) refillLocked(rate int64, now time.Time) {
-	if q.last.IsZero() {
-		q.tokens = float64(rate)
-	} else {
-		q.tokens = min(float64(rate), q.tokens+float64(rate)*now.Sub(q.last).Seconds())
-	}
-	q.last = now
-}
-
-// wait blocks until the bucket has tokens at rate, or ctx ends.
+// wait blocks until the bucket has room at rate, or ctx ends.
 func (q *moveQuota) wait(ctx context.Context, rate int64) error {
 	if rate == math.MaxInt64 {
 		return nil
 	}
 	for {
-		q.mu.Lock()
-		q.refillLocked(rate, time.Now())
-		debt := -q.tokens
-		q.mu.Unlock()
-		if debt < 0 {
+		d := q.owed(rate, 0, time.Now())
+		if d == 0 {
 			return nil
 		}
-		t := time.NewTimer(time.Duration((debt+1)/float64(rate)*float64(time.Second)) + time.Millisecond)
+		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -632,8 +620,12 @@ func (q *moveQuota) take(rate, n int64) {
 	if rate == math.MaxInt64 {
 		return
 	}
+	q.owed(rate, n, time.Now())
+}
+
+// owed adds n bytes at now and returns how long the copiers must wait.
+func (q *moveQuota) owed(rate, n int64, now time.Time) time.Duration {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.refillLocked(rate, time.Now())
-	q.tokens -= float64(n)
+	return q.b.Take(float64(n), float64(rate), time.Second, now)
 }

@@ -427,3 +427,26 @@ func TestAlterLogDirRefusals(t *testing.T) {
 		t.Fatalf("t-1 was created in %s, want the least loaded %s", d, dirs[0])
 	}
 }
+
+// TestMoveQuota holds the copiers to the rate with a second's burst, and a
+// rate lowered after a second used in full holds at once, as operators lower
+// replica.alter.log.dirs.io.max.bytes.per.second when a move hurts.
+func TestMoveQuota(t *testing.T) {
+	var q moveQuota
+	t0 := time.Unix(1000, 0)
+	if d := q.owed(1000, 3000, t0); d != 2*time.Second {
+		t.Fatalf("3 s worth owes %v, want 2s", d)
+	}
+	if d := q.owed(1000, 0, t0.Add(1500*time.Millisecond)); d != 500*time.Millisecond {
+		t.Fatalf("owed %v after 1.5 s, want 500ms", d)
+	}
+	// Idle time banks at most one second's worth.
+	if d := q.owed(1000, 1500, t0.Add(time.Hour)); d != 500*time.Millisecond {
+		t.Fatalf("owed %v after an idle hour, want 500ms", d)
+	}
+	var l moveQuota
+	l.owed(1<<30, 1<<30, t0)
+	if d := l.owed(1<<20, 0, t0.Add(time.Millisecond)); d != 0 {
+		t.Fatalf("a rate lowered to 1 MiB/s owes %v for the GiB copied within the old second", d)
+	}
+}
