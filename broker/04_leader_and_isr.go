@@ -26,7 +26,8 @@ func handleLeaderAndIsr(b *Broker, rc *reqCtx, r kmsg.Request, respond func(prot
 		b.refuseControllerRequest(rc, err, resp, func(c int16) { resp.ErrorCode = c }, respond)
 	}
 	// The newest controller epoch seen is checked with the update itself (BecomeLeaderOrFollower).
-	if err := b.fenceControllerRequest(rc.ctx, req.ControllerID, req.ControllerEpoch, epochIf(req.GetVersion(), 2, req.BrokerEpoch), false); err != nil {
+	trusted, err := b.fenceControllerRequest(rc.ctx, req.ControllerID, req.ControllerEpoch, epochIf(req.GetVersion(), 2, req.BrokerEpoch), false, &req.UnknownTags)
+	if err != nil {
 		refuse(err)
 		return
 	}
@@ -51,7 +52,7 @@ func handleLeaderAndIsr(b *Broker, rc *reqCtx, r kmsg.Request, respond func(prot
 	for _, l := range req.LiveLeaders {
 		leaders = append(leaders, replica.Endpoint{ID: l.BrokerID, Addr: hostPort(l.Host, l.Port)})
 	}
-	refused, err := b.verifyLeaderAndIsr(rc.ctx, updates)
+	refused, err := b.verifyLeaderAndIsr(rc.ctx, updates, trusted)
 	if err != nil {
 		refuse(err)
 		return

@@ -22,7 +22,8 @@ func handleStopReplica(b *Broker, rc *reqCtx, r kmsg.Request, respond func(proto
 	refuse := func(err error) {
 		b.refuseControllerRequest(rc, err, resp, func(c int16) { resp.ErrorCode = c }, respond)
 	}
-	if err := b.fenceControllerRequest(rc.ctx, req.ControllerID, req.ControllerEpoch, epochIf(req.GetVersion(), 1, req.BrokerEpoch), true); err != nil {
+	trusted, err := b.fenceControllerRequest(rc.ctx, req.ControllerID, req.ControllerEpoch, epochIf(req.GetVersion(), 1, req.BrokerEpoch), true, &req.UnknownTags)
+	if err != nil {
 		refuse(err)
 		return
 	}
@@ -38,9 +39,11 @@ func handleStopReplica(b *Broker, rc *reqCtx, r kmsg.Request, respond func(proto
 			return
 		}
 		var refusal, err error
-		if del {
+		switch {
+		case trusted:
+		case del:
 			refusal, err = b.verifyStopDelete(rc.ctx, topics, tp)
-		} else {
+		default:
 			refusal, err = b.verifyStopFollow(rc.ctx, tp)
 		}
 		if err != nil {

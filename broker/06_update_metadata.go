@@ -24,11 +24,12 @@ func handleUpdateMetadata(b *Broker, rc *reqCtx, r kmsg.Request, respond func(pr
 	refuse := func(err error) {
 		b.refuseControllerRequest(rc, err, resp, func(c int16) { resp.ErrorCode = c }, respond)
 	}
-	if err := b.fenceControllerRequest(rc.ctx, req.ControllerID, req.ControllerEpoch, epochIf(req.GetVersion(), 5, req.BrokerEpoch), true); err != nil {
+	trusted, err := b.fenceControllerRequest(rc.ctx, req.ControllerID, req.ControllerEpoch, epochIf(req.GetVersion(), 5, req.BrokerEpoch), true, &req.UnknownTags)
+	if err != nil {
 		refuse(err)
 		return
 	}
-	if err := b.verifyUpdateMetadata(rc.ctx, req); err != nil {
+	if err := b.verifyUpdateMetadata(rc.ctx, req, trusted); err != nil {
 		refuse(err)
 		return
 	}

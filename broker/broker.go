@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ktoolhq/ktool/broker/auth"
@@ -85,7 +86,11 @@ type Broker struct {
 	fetchSessions *fetchSessionCache
 	isrNotes      *isrNotifier
 	ctrlSeen      verifiedController
-	incarnations  incarnations
+	ctrlToken     tokenCache
+	// checkReads counts the store reads the checks of controller requests
+	// made for single partitions (controller_check.go).
+	checkReads   atomic.Int64
+	incarnations incarnations
 
 	ready     chan struct{}
 	readyOnce sync.Once

@@ -12,3 +12,7 @@ func (b *Broker) HostedLeaderAndEpoch(topic string, partition int32) (leader, ep
 	leader, epoch = p.LeaderAndEpoch()
 	return leader, epoch, true
 }
+
+// ControllerCheckReads is how many store reads the checks of controller
+// requests have made for single partitions, for tests.
+func (b *Broker) ControllerCheckReads() int64 { return b.checkReads.Load() }

@@ -38,6 +38,8 @@ type Controller struct {
 	store        coord.Store
 	epoch        int32
 	epochVersion int32
+	// token is this epoch's secret in every request to brokers (token.go).
+	token []byte
 
 	events chan func()
 	ctx    context.Context
@@ -235,6 +237,9 @@ func (c *Controller) failover() error {
 		if _, err := c.store.CreateAll(ctx, p, nil, coord.Persistent); err != nil && !errors.Is(err, coord.ErrNodeExists) {
 			return err
 		}
+	}
+	if err := c.writeToken(); err != nil {
+		return err
 	}
 	if err := c.loadBrokers(); err != nil {
 		return err

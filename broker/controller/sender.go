@@ -249,6 +249,7 @@ func (c *Controller) leaderAndIsr(tps []TP, to []int32, isNew bool) {
 			req.TopicStates[i].PartitionStates = append(req.TopicStates[i].PartitionStates, p)
 		}
 		req.LiveLeaders = leaders
+		c.withToken(&req.UnknownTags)
 		s.send(req)
 	}
 }
@@ -356,6 +357,7 @@ func (c *Controller) sendUpdateMetadata() {
 		req.BrokerEpoch = c.brokers[id].Epoch
 		req.LiveBrokers = live
 		req.TopicStates = topics
+		c.withToken(&req.UnknownTags)
 		s.send(req)
 	}
 }
@@ -465,6 +467,7 @@ func (c *Controller) sendStopReplica(b int32, tps []TP, del bool) {
 		ps.Delete = del
 		req.Topics[i].PartitionStates = append(req.Topics[i].PartitionStates, ps)
 	}
+	c.withToken(&req.UnknownTags)
 	s.send(req)
 }
 

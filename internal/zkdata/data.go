@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -63,6 +64,37 @@ func DecodeControllerEpoch(data []byte) (int32, error) {
 		return 0, fmt.Errorf("controller epoch %q: %w", data, err)
 	}
 	return int32(n), nil
+}
+
+// ControllerTokenBytes is the length of a controller token.
+const ControllerTokenBytes = 16
+
+// ControllerToken is /ktool/controller_token: a random secret of the
+// controller at Epoch. Brokers believe a controller request carrying it
+// without checking its content against the store.
+type ControllerToken struct {
+	Epoch int32
+	Token []byte
+}
+
+// EncodeControllerToken writes {"version":1,"controller_epoch":E,"token":"<base64>"}.
+func EncodeControllerToken(t ControllerToken) []byte {
+	return marshal(map[string]any{"version": 1, "controller_epoch": t.Epoch, "token": t.Token})
+}
+
+// DecodeControllerToken reads /ktool/controller_token.
+func DecodeControllerToken(data []byte) (ControllerToken, error) {
+	var j struct {
+		Epoch *int32 `json:"controller_epoch"`
+		Token []byte `json:"token"`
+	}
+	if err := json.Unmarshal(data, &j); err != nil {
+		return ControllerToken{}, fmt.Errorf("controller token znode: %w", err)
+	}
+	if j.Epoch == nil || len(j.Token) != ControllerTokenBytes {
+		return ControllerToken{}, errors.New("controller token znode: no epoch or a token of the wrong length")
+	}
+	return ControllerToken{Epoch: *j.Epoch, Token: j.Token}, nil
 }
 
 // EncodeClusterID writes {"version":"1","id":"<id>"} (the version is a

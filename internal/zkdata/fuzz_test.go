@@ -13,6 +13,7 @@ func FuzzDecode(f *testing.F) {
 		`{"version":2,"entity_path":"topics/t"}`,
 		`{"version":1,"config":{"a":"b"}}`,
 		`17`,
+		`{"version":1,"controller_epoch":7,"token":"MDEyMzQ1Njc4OWFiY2RlZg=="}`,
 	} {
 		f.Add([]byte(seed))
 	}
@@ -22,6 +23,7 @@ func FuzzDecode(f *testing.F) {
 		DecodeLeaderIsr(data, 0)
 		DecodeController(data)
 		DecodeControllerEpoch(data)
+		DecodeControllerToken(data)
 		DecodeClusterID(data)
 		DecodeIsrChange(data)
 		DecodePreferredReplicaElection(data)

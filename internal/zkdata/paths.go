@@ -31,6 +31,14 @@ const (
 	FeaturePath                  = "/feature"
 )
 
+// Znodes of ktool's own, outside Kafka's layout (Kafka-aware tools ignore them).
+const (
+	KtoolPath = "/ktool"
+	// ControllerTokenPath holds the secret the controller of the epoch it
+	// names puts in its requests to brokers (EncodeControllerToken).
+	ControllerTokenPath = "/ktool/controller_token"
+)
+
 // Name prefixes of sequential notification znodes.
 const (
 	IsrChangePrefix    = "isr_change_"

@@ -132,6 +132,26 @@ func TestController(t *testing.T) {
 	}
 }
 
+func TestControllerToken(t *testing.T) {
+	in := ControllerToken{Epoch: 7, Token: []byte("0123456789abcdef")}
+	data := EncodeControllerToken(in)
+	sameJSON(t, data, `{"version":1,"controller_epoch":7,"token":"MDEyMzQ1Njc4OWFiY2RlZg=="}`)
+	out, err := DecodeControllerToken(data)
+	if err != nil || out.Epoch != 7 || string(out.Token) != string(in.Token) {
+		t.Fatalf("%+v %v", out, err)
+	}
+	for _, bad := range []string{
+		`{"version":1,"token":"MDEyMzQ1Njc4OWFiY2RlZg=="}`,
+		`{"version":1,"controller_epoch":7,"token":"MDEy"}`,
+		`{"version":1,"controller_epoch":7}`,
+		`x`,
+	} {
+		if _, err := DecodeControllerToken([]byte(bad)); err == nil {
+			t.Errorf("decoded %s", bad)
+		}
+	}
+}
+
 func TestClusterID(t *testing.T) {
 	kafka := `{"version":"1","id":"ZzT0y6YBRAqjN0bwjW-0mA"}`
 	id, err := DecodeClusterID([]byte(kafka))
