@@ -111,17 +111,18 @@ func (c *Connector) Connect(ctx context.Context) (coord.Store, error) {
 		sync.Mutex
 		err error
 	}
-	dial := func(network, addr string, timeout time.Duration) (net.Conn, error) {
+	s.redial = newRedial(c.sessionTimeout, func(network, addr string, timeout time.Duration) (net.Conn, error) {
 		conn, err := c.dial(network, addr, timeout)
 		lastDial.Lock()
 		lastDial.err = err
 		lastDial.Unlock()
 		return conn, err
-	}
+	})
 	conn, _, err := zk.Connect(c.servers, c.sessionTimeout,
 		zk.WithLogger(slogAdapter{c.logger}),
 		zk.WithLogInfo(false),
-		zk.WithDialer(dial),
+		zk.WithHostProvider(s.redial),
+		zk.WithDialer(s.redial.Dial),
 		zk.WithEventCallback(s.onEvent))
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper %s: %w", c.connect, err)

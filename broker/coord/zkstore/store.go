@@ -22,6 +22,8 @@ var openACL = zk.WorldACL(zk.PermAll)
 type store struct {
 	chroot string
 	id     int64
+	// redial reconnects within the session timeout (redial.go).
+	redial *redial
 
 	mu   sync.Mutex
 	conn *zk.Conn
@@ -61,6 +63,7 @@ func (s *store) onEvent(ev zk.Event) {
 		}
 		s.ended = coord.ErrSessionExpired
 		close(s.expired)
+		s.redial.stop()
 		// Close waits for the server's answer; it must not block the
 		// goroutine delivering this event.
 		if c := s.conn; c != nil {
@@ -220,6 +223,7 @@ func (s *store) Close() error {
 	s.ended = coord.ErrClosed
 	c := s.conn
 	s.mu.Unlock()
+	s.redial.stop()
 	c.Close()
 	return nil
 }
