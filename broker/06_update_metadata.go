@@ -36,6 +36,7 @@ func handleUpdateMetadata(b *Broker, rc *reqCtx, r kmsg.Request, respond func(pr
 	if deleted := b.meta.apply(req); len(deleted) > 0 {
 		// The controller leaves deleted topics out of its view.
 		b.groups.TopicsDeleted(deleted)
+		b.replicas.TopicsDeleted(deleted)
 	}
 	respond(protocol.Response{Msg: resp})
 }

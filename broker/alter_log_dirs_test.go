@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/broker/brokertest"
 )
@@ -180,4 +181,94 @@ func testAlterReplicaLogDirs(t *testing.T, store brokertest.Store) {
 			t.Fatalf("acknowledged record %s is missing after the move", v)
 		}
 	}
+}
+
+// TestPreferredDirForgottenWithItsTopic asks broker 1 to put a partition it
+// does not host in its second log dir (REPLICA_NOT_AVAILABLE: kept for when
+// it comes), then deletes the topic: no StopReplica reaches broker 1, so it is
+// the deletion in UpdateMetadata that must drop the choice. The topic created
+// again with its replica on broker 1 goes to the first dir, as any new
+// partition of two empty dirs, not to the dir chosen for the old topic.
+func TestPreferredDirForgottenWithItsTopic(t *testing.T) {
+	for _, s := range brokertest.Stores {
+		t.Run(string(s), func(t *testing.T) { testPreferredDirForgottenWithItsTopic(t, s) })
+	}
+}
+
+func testPreferredDirForgottenWithItsTopic(t *testing.T, store brokertest.Store) {
+	first, second := t.TempDir(), t.TempDir()
+	c := brokertest.NewCluster(t, 2, brokertest.WithStore(store), brokertest.WithBrokerProps(func(id int32) map[string]string {
+		if id != 1 {
+			return nil
+		}
+		return map[string]string{"log.dirs": first + "," + second}
+	}))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	adm := c.Admin()
+	cl := c.Client()
+	defer cl.Close()
+	const topic = "churn"
+	create := func(on int32) {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, -1, -1
+		ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+		ra.Partition, ra.Replicas = 0, []int32{on}
+		rt.ReplicaAssignment = append(rt.ReplicaAssignment, ra)
+		req.Topics = append(req.Topics, rt)
+		req.TimeoutMillis = 10000
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || resp.Topics[0].ErrorCode != 0 {
+			t.Fatalf("create on broker %d: %v %+v", on, err, resp)
+		}
+	}
+	create(0)
+	var alter kadm.AlterReplicaLogDirsReq
+	alter.Add(second, kadm.TopicsSet{topic: {0: {}}})
+	brokertest.Eventually(t, 30*time.Second, func() error {
+		res, err := adm.AlterBrokerReplicaLogDirs(ctx, 1, alter)
+		if err != nil {
+			return err
+		}
+		var got error
+		res.Each(func(r kadm.AlterReplicaLogDirsResponse) { got = r.Err })
+		if !errors.Is(got, kerr.ReplicaNotAvailable) {
+			return fmt.Errorf("AlterReplicaLogDirs on broker 1: %v, want REPLICA_NOT_AVAILABLE", got)
+		}
+		return nil
+	})
+	if _, err := adm.DeleteTopics(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	brokertest.Eventually(t, 30*time.Second, func() error {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl.Broker(1))
+		if err != nil {
+			return err
+		}
+		if ec := resp.Topics[0].ErrorCode; ec != kerr.UnknownTopicOrPartition.Code {
+			return fmt.Errorf("broker 1 still knows %s (error code %d)", topic, ec)
+		}
+		return nil
+	})
+	create(1)
+	waitFor(t, "broker 1 to host the new "+topic, func() bool {
+		dirs, err := adm.DescribeBrokerLogDirs(ctx, 1, nil)
+		if err != nil {
+			return false
+		}
+		for _, d := range dirs {
+			if _, ok := d.Topics[topic][0]; ok {
+				if d.Dir != first {
+					t.Fatalf("the new %s-0 was created in %s, the dir chosen for the deleted topic, not %s", topic, d.Dir, first)
+				}
+				return true
+			}
+		}
+		return false
+	})
 }

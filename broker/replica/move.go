@@ -253,6 +253,25 @@ func (m *Manager) stopMovesIn(dir string) {
 	}
 }
 
+// TopicsDeleted forgets the log dirs chosen for partitions of topics the
+// cluster no longer has. StopReplica forgets those of the replicas it stops;
+// this covers the partitions this broker was to host and never did, which no
+// StopReplica reaches, so that a topic created again under the name is
+// placed afresh and a broker with topic churn keeps no stale choices.
+func (m *Manager) TopicsDeleted(topics []string) {
+	gone := make(map[string]bool, len(topics))
+	for _, t := range topics {
+		gone[t] = true
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for tp := range m.preferred {
+		if gone[tp.Topic] {
+			delete(m.preferred, tp)
+		}
+	}
+}
+
 // preferredDir takes the log dir a request chose for tp before it was
 // hosted and places the partition in it; false when there is none or it
 // is offline.

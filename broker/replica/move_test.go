@@ -428,6 +428,44 @@ func TestAlterLogDirRefusals(t *testing.T) {
 	}
 }
 
+// TestPreferredDirForgotten: the dir chosen for a replica not hosted yet is
+// forgotten when its topic is deleted (TopicsDeleted, for a broker that never
+// hosted it) or its replica is stopped and deleted, so a topic created again
+// under the name is placed by load, and nothing stays behind.
+func TestPreferredDirForgotten(t *testing.T) {
+	dirs := []string{t.TempDir(), t.TempDir()}
+	m := moveManager(t, dirs, nil)
+	defer m.Shutdown()
+	for _, tp := range []TP{{"deleted", 0}, {"deleted", 1}, {"stopped", 0}, {"kept", 0}} {
+		if err := m.AlterLogDir(tp, dirs[1], true); !errors.Is(err, kerr.ReplicaNotAvailable) {
+			t.Fatalf("AlterLogDir(%v) = %v", tp, err)
+		}
+	}
+	m.TopicsDeleted([]string{"deleted", "never"})
+	if err := m.StopReplica(1, TP{"stopped", 0}, true); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.RLock()
+	left := len(m.preferred)
+	m.mu.RUnlock()
+	if left != 1 {
+		t.Fatalf("%d preferred dirs kept, want only kept-0's", left)
+	}
+	// The forgotten ones go to the least loaded dir (the first on a tie);
+	// kept-0 still goes to the dir asked for.
+	for _, c := range []struct {
+		tp  TP
+		dir string
+	}{{TP{"deleted", 0}, dirs[0]}, {TP{"stopped", 0}, dirs[1]}, {TP{"deleted", 1}, dirs[0]}, {TP{"kept", 0}, dirs[1]}} {
+		if err := lead(t, m, c.tp); err != nil {
+			t.Fatal(err)
+		}
+		if d := m.Get(c.tp).Dir(); d != filepath.Clean(c.dir) {
+			t.Errorf("%v was created in %s, want %s", c.tp, d, c.dir)
+		}
+	}
+}
+
 // TestMoveQuota holds the copiers to the rate with a second's burst, and a
 // rate lowered after a second used in full holds at once, as operators lower
 // replica.alter.log.dirs.io.max.bytes.per.second when a move hurts.
