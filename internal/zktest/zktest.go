@@ -127,6 +127,18 @@ func (s *Server) Restart() {
 	}
 }
 
+// Signal sends sig to the server's process: SIGSTOP freezes it while its
+// kernel still accepts connections (into the listen backlog), SIGCONT thaws
+// it.
+func (s *Server) Signal(sig os.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return errors.New("zktest: server not running")
+	}
+	return s.cmd.Process.Signal(sig)
+}
+
 // Running reports whether the server's process runs.
 func (s *Server) Running() bool {
 	s.mu.Lock()

@@ -69,6 +69,13 @@ type netCluster struct {
 
 func newNetCluster(t *testing.T, n int) *netCluster {
 	t.Helper()
+	return newNetClusterWith(t, n, brokerOverrides())
+}
+
+// newNetClusterWith starts the brokers with overrides and more flags of
+// ktool broker start (args).
+func newNetClusterWith(t *testing.T, n int, overrides []string, args ...string) *netCluster {
+	t.Helper()
 	if buildErr != nil {
 		t.Fatalf("building ktool: %v", buildErr)
 	}
@@ -90,7 +97,7 @@ func newNetCluster(t *testing.T, n int) *netCluster {
 	for id := int32(1); id <= int32(n); id++ {
 		h := c.host[id]
 		b, err := brokerproc.New(brokerproc.Spec{Bin: ktoolBin, ID: id, Host: h.IP(), Port: brokerPort, Exec: h.Exec(),
-			Dir: c.logDir(id), ZooKeeper: c.zk.Connect() + chroot, Overrides: brokerOverrides(), LogFile: c.logPath(id),
+			Dir: c.logDir(id), ZooKeeper: c.zk.Connect() + chroot, Overrides: overrides, Args: args, LogFile: c.logPath(id),
 			ReadyTimeout: 90 * time.Second})
 		if err != nil {
 			t.Fatal(err)
