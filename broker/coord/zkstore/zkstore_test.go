@@ -312,6 +312,11 @@ func TestServerRestartKeepsSession(t *testing.T) {
 		t.Fatalf("get while ZooKeeper is down: %v", err)
 	}
 	srv.Restart()
+	// The server restores its sessions with a fresh timeout when it starts,
+	// so only the time since then counts: a loaded machine may take most of
+	// the first context to start the JVM (CI once failed here on that).
+	ctx, cancel = context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		ok, st, err := s.Exists(ctx, "/eph")
