@@ -31,6 +31,8 @@
 //     high-watermark and, once the log was cleaned, cleaner-offset-checkpoint
 //     (where the next dirty section starts): Kafka's offset checkpoint text
 //     format ("0", the count "1", then "<topic> <partition> <offset>").
+//     Written when the value changes; the first three are not written while
+//     0, which is what their absence means (a new partition has none).
 //   - leader-epoch-checkpoint: "0", the count, then "<epoch> <startOffset>"
 //     lines, oldest first (KIP-101, KIP-279).
 //   - %020d.snapshot: producer state at that offset, in ktool's own format:
@@ -118,7 +120,11 @@
 // point. Open without the clean-shutdown marker rescans every segment from the
 // one holding the recovery point: the first torn, corrupt (CRC, length,
 // record count) or overlapping batch cuts the segment there and deletes
-// all later segments, and the indexes are rebuilt. Segments whose index files
+// all later segments, and the indexes are rebuilt and the log flushed. When
+// the rescan finds the log as its last flush left it (no cut, index files
+// holding the rebuilt entries, the recovery point at the end) nothing is
+// written: the active segment's indexes are fsynced by the next flush or
+// Close instead. Segments whose index files
 // are missing or inconsistent are rescanned as well, even after a clean
 // shutdown. Leader epochs are truncated to the recovered end (after a clean
 // load that only drops entries past the end, the file is rewritten by the

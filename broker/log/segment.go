@@ -138,6 +138,14 @@ func (s *segment) setIndexesOnDisk() {
 	s.ixMu.Unlock()
 }
 
+// markIndexesUnsynced records that the index files hold the entries but
+// may not be on stable storage, so that the next sync fsyncs them.
+func (s *segment) markIndexesUnsynced() {
+	s.ixMu.Lock()
+	s.ixUnsynced = true
+	s.ixMu.Unlock()
+}
+
 // cutIndexFiles shortens the index files to the segment's entries after a
 // truncation removed some; appendMu and flushMu are held.
 func (s *segment) cutIndexFiles(dir string) error {
