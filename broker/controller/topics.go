@@ -93,8 +93,10 @@ func (c *Controller) loadTopic(t string) error {
 }
 
 // stateReadsInFlight is how many partition state reads loadTopic keeps sent
-// and unanswered.
-const stateReadsInFlight = 64
+// and unanswered: as deep as the brokers' checks (storeReads), since on a
+// loaded machine each window of reads costs a scheduling round trip, and a
+// new controller loads all 10,000 states before its first election.
+const stateReadsInFlight = 256
 
 func (c *Controller) onTopicChange() {
 	before := map[string]bool{}
