@@ -281,8 +281,16 @@ func TestZkSessionSurvives(t *testing.T) {
 		sleep(ctx, d)
 		heal()
 		healed := time.Now()
+		if err := poll(ctx, time.Minute, func(context.Context) error {
+			_, err := c.zk.Leader()
+			return err
+		}); err != nil {
+			t.Fatalf("%s: no ZooKeeper leader after the heal: %v", what, err)
+		}
+		led := time.Since(healed)
 		cur = on(what)
-		t.Logf("%s: on node %d %v after the heal", what, cur, time.Since(healed).Round(10*time.Millisecond))
+		t.Logf("%s: a ZooKeeper node led %v after the heal, the broker was on node %d after %v",
+			what, led.Round(10*time.Millisecond), cur, time.Since(healed).Round(10*time.Millisecond))
 		same(what)
 	}
 }
