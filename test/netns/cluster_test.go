@@ -33,7 +33,8 @@ const (
 )
 
 // brokerOverrides: quick session expiry and ISR shrink, acks=all meaning two
-// copies, and no leader moves but those the faults cause.
+// copies, no leader moves but those the faults cause, and no waits the test
+// does not measure.
 func brokerOverrides() []string {
 	return []string{
 		fmt.Sprintf("zookeeper.session.timeout.ms=%d", sessionTimeout.Milliseconds()),
@@ -45,6 +46,12 @@ func brokerOverrides() []string {
 		"transaction.state.log.min.isr=2",
 		"unclean.leader.election.enable=false",
 		"auto.leader.rebalance.enable=false",
+		// The transactions the test leaves open (a producer cut off, or
+		// stopped at the end) are aborted within a second of their timeout.
+		"transaction.abort.timed.out.transaction.cleanup.interval.ms=1000",
+		// The last broker stopped at the end has no one to hand its
+		// leaderships to: it retries controlled shutdown without 5 s waits.
+		"controlled.shutdown.retry.backoff.ms=200",
 	}
 }
 

@@ -30,6 +30,11 @@ const (
 	// faultLen is how long a network fault lasts: past the session timeout,
 	// so that a broker cut from ZooKeeper loses its session.
 	faultLen = sessionTimeout + 2*time.Second
+	// linkFaultLen is how long a fault lasts that leaves every broker
+	// reaching ZooKeeper (cuts and loss between brokers, delays): no session
+	// is to expire, so it only outlasts replica.lag.time.max.ms (3 s) and
+	// one more ISR check (half of it), so that the ISRs shrink.
+	linkFaultLen = 5 * time.Second
 	// quorumLossLen is how long the ZooKeeper quorum is lost: well past the
 	// session timeout, which must not expire any session meanwhile.
 	quorumLossLen = 2 * sessionTimeout
@@ -77,7 +82,7 @@ func netFaults() []netFault {
 			v := r.leader(m)
 			return brokerName(v, m), r.hold(ctx, func() error {
 				return r.c.lab.Partition(r.c.brokerHosts(v), r.c.brokerHosts(r.c.otherBrokers(v)...))
-			}, faultLen)
+			}, linkFaultLen)
 		}},
 		{"cut a follower from ZooKeeper", cutFollowerFromZooKeeper},
 		// The split Jepsen found in 2013: the clients still reach the leader,
@@ -94,13 +99,13 @@ func netFaults() []netFault {
 			v := r.leader(m)
 			return brokerName(v, m), r.hold(ctx, func() error {
 				return r.c.lab.Cut(r.c.brokerHosts(v), r.c.brokerHosts(r.c.otherBrokers(v)...))
-			}, faultLen)
+			}, linkFaultLen)
 		}},
 		{"one way: followers to leader", func(ctx context.Context, r *run, m kadm.Metadata) (string, error) {
 			v := r.leader(m)
 			return brokerName(v, m), r.hold(ctx, func() error {
 				return r.c.lab.Cut(r.c.brokerHosts(r.c.otherBrokers(v)...), r.c.brokerHosts(v))
-			}, faultLen)
+			}, linkFaultLen)
 		}},
 		{"30% packet loss at a leader", func(ctx context.Context, r *run, m kadm.Metadata) (string, error) {
 			v := r.leader(m)
@@ -111,7 +116,7 @@ func netFaults() []netFault {
 			f := r.otherBroker(v)
 			return fmt.Sprintf("%s; follower %d", brokerName(v, m), f), r.hold(ctx, func() error {
 				return r.c.lab.LinkLoss(r.c.host[v], r.c.host[f], 20)
-			}, faultLen)
+			}, linkFaultLen)
 		}},
 		{"delay and reorder at a leader", delayLeader(false)},
 		{"delay and reorder between a leader and a follower", delayLeader(true)},
@@ -145,7 +150,7 @@ func delayLeader(link bool) func(ctx context.Context, r *run, m kadm.Metadata) (
 			}
 		}
 		from := r.c.lab.Delayed()
-		if err := r.hold(ctx, apply, faultLen); err != nil {
+		if err := r.hold(ctx, apply, linkFaultLen); err != nil {
 			return what, err
 		}
 		n := r.c.lab.Delayed() - from
@@ -617,18 +622,29 @@ func TestNetFaults(t *testing.T) {
 			break
 		}
 		healed := time.Since(start)
-		if err := waitProgress(ctx, r.prod, 300, time.Minute); err != nil {
-			t.Errorf("fault %d (%s, %s): producer stalled after heal: %v\n%s", i+1, f.name, what, err, r.prod.Summary())
-			break
-		}
-		// No transaction hangs: the last stable offsets move on, and the
-		// producer commits again.
-		if err := chaoscheck.LSOAdvances(ctx, r.adm, txnTopic, time.Minute); err != nil {
-			t.Errorf("fault %d (%s, %s): the last stable offset does not advance after heal: %v\n%s", i+1, f.name, what, err, r.txn.Summary())
-			break
-		}
-		if err := waitCommits(ctx, r.txn, 1, time.Minute); err != nil {
-			t.Errorf("fault %d (%s, %s): no transaction committed after heal: %v\n%s", i+1, f.name, what, err, r.txn.Summary())
+		// The producer goes on and no transaction hangs (the last stable
+		// offsets move on, the producer commits again): independent waits
+		// on the healed cluster, run at once.
+		var checks sync.WaitGroup
+		stalled := make([]error, 3)
+		checks.Go(func() {
+			if err := waitProgress(ctx, r.prod, 300, time.Minute); err != nil {
+				stalled[0] = fmt.Errorf("producer stalled after heal: %w\n%s", err, r.prod.Summary())
+			}
+		})
+		checks.Go(func() {
+			if err := chaoscheck.LSOAdvances(ctx, r.adm, txnTopic, time.Minute); err != nil {
+				stalled[1] = fmt.Errorf("the last stable offset does not advance after heal: %w\n%s", err, r.txn.Summary())
+			}
+		})
+		checks.Go(func() {
+			if err := waitCommits(ctx, r.txn, 1, time.Minute); err != nil {
+				stalled[2] = fmt.Errorf("no transaction committed after heal: %w\n%s", err, r.txn.Summary())
+			}
+		})
+		checks.Wait()
+		if err := errors.Join(stalled...); err != nil {
+			t.Errorf("fault %d (%s, %s): %v", i+1, f.name, what, err)
 			break
 		}
 		done++
