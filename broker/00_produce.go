@@ -135,6 +135,15 @@ func produce(b *Broker, rc *reqCtx, req *kmsg.ProduceRequest, checks map[replica
 					inRecords += res.NumRecords
 				}
 			}
+			if err == nil && acks == -1 && !res.Sync {
+				// A leader alone in its ISR has moved the high watermark
+				// in the append: answer now rather than park.
+				if done, rerr := part.Replicated(res.LastOffset); done {
+					rp.ErrorCode = errorCode(rerr)
+					rt.Partitions = append(rt.Partitions, rp)
+					continue
+				}
+			}
 			rt.Partitions = append(rt.Partitions, rp)
 			if err == nil && (acks == -1 || res.Sync) {
 				waits = append(waits, pendingAck{p: part, last: res.LastOffset, sync: res.Sync, replicate: acks == -1,

@@ -120,3 +120,23 @@ func BenchmarkAppendSync(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAppendIdempotent appends small batches (10 records of 100 bytes)
+// of one idempotent producer, each the next sequence: the shape of
+// franz-go's default producer at many partitions, where the per-batch
+// producer state counts.
+func BenchmarkAppendIdempotent(b *testing.B) {
+	l, _ := newLog(b, DefaultConfig())
+	const n = 10
+	bt := makeBatch(b, batchSpec{n: n, ts: 1, pid: 1, epoch: 0, seq: 0, valueSz: 100})
+	b.SetBytes(int64(len(bt)))
+	b.ReportAllocs()
+	seq := int32(0)
+	for b.Loop() {
+		resequence(bt, seq)
+		seq += n
+		if _, err := l.AppendAsLeader(bt, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -343,7 +343,6 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, verified *TxnVer
 	if err != nil {
 		return AppendResult{}, err
 	}
-	hdrs := []batch.Header{h}
 	if int64(len(records)) > cfg.SegmentBytes {
 		return AppendResult{}, fmt.Errorf("%d bytes of batches exceed segment.bytes %d: %w", len(records), cfg.SegmentBytes, kerr.RecordListTooLarge)
 	}
@@ -356,37 +355,31 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, verified *TxnVer
 	}
 	leo, logStart := l.leo, l.logStart
 
-	pending := make(map[int64]*producerEntry)
-	next := leo
-	for i := range hdrs {
-		h := &hdrs[i]
-		h.BaseOffset = next
-		h.PartitionLeaderEpoch = leaderEpoch
-		if logAppendTime {
-			h.FirstTimestamp, h.MaxTimestamp = now, now
-			h.Attributes |= batch.AttrLogAppendTime
-		}
-		next = h.LastOffset() + 1
-		if h.ProducerID < 0 {
-			continue
-		}
-		e, ok := pending[h.ProducerID]
-		if !ok {
-			e = l.producers.m[h.ProducerID]
-		}
+	h.BaseOffset = leo
+	h.PartitionLeaderEpoch = leaderEpoch
+	if logAppendTime {
+		h.FirstTimestamp, h.MaxTimestamp = now, now
+		h.Attributes |= batch.AttrLogAppendTime
+	}
+	// The producer's entry is checked here and changed in place only once
+	// the batch is in the log: a refused or failed append leaves it as it
+	// was, and an idempotent append allocates nothing for it.
+	var e *producerEntry
+	if h.ProducerID >= 0 {
+		e = l.producers.m[h.ProducerID]
 		var dup *producerBatch
 		if coordinator {
 			if e != nil && h.ProducerEpoch < e.epoch {
 				err = fmt.Errorf("producer %d epoch %d is older than %d: %w", h.ProducerID, h.ProducerEpoch, e.epoch, kerr.InvalidProducerEpoch)
 			}
 		} else {
-			dup, err = checkProducerBatch(e, *h, leo == 0)
+			dup, err = checkProducerBatch(e, h, leo == 0)
 		}
 		if err != nil {
 			return AppendResult{}, err
 		}
 		if dup == nil {
-			err = checkTxnBatch(e, *h, verify)
+			err = checkTxnBatch(e, h, verify)
 		}
 		if err != nil {
 			return AppendResult{}, err
@@ -404,39 +397,31 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, verified *TxnVer
 				Sync: cfg.FlushIntervalMessages != math.MaxInt64 && !l.isSynced(dup.lastOffset+1),
 			}, nil
 		}
-		switch {
-		case e == nil:
-			e = newProducerEntry(h.ProducerEpoch)
-		case !ok:
-			e = e.clone()
-		}
-		e.add(*h)
-		pending[h.ProducerID] = e
 	}
 
-	pos := int64(0)
-	for _, h := range hdrs {
-		b := records[pos : pos+h.Size()]
-		batch.SetBaseOffset(b, h.BaseOffset)
-		batch.SetLeaderEpoch(b, leaderEpoch)
-		if logAppendTime {
-			batch.SetLogAppendTime(b, now)
-		}
-		pos += h.Size()
+	batch.SetBaseOffset(records, h.BaseOffset)
+	batch.SetLeaderEpoch(records, leaderEpoch)
+	if logAppendTime {
+		batch.SetLogAppendTime(records, now)
 	}
-	if err := l.appendLocked(records, hdrs, cfg, nowTime); err != nil {
+	hdrs := [1]batch.Header{h}
+	if err := l.appendLocked(records, hdrs[:], cfg, nowTime); err != nil {
 		return AppendResult{}, err
 	}
-	for pid, e := range pending {
-		l.producers.put(pid, e)
+	if h.ProducerID >= 0 {
+		if e == nil {
+			e = newProducerEntry(h.ProducerEpoch)
+		}
+		e.add(h)
+		l.producers.put(h.ProducerID, e)
 	}
 	l.publishTxnState()
 	res := AppendResult{
-		BaseOffset:     hdrs[0].BaseOffset,
-		LastOffset:     hdrs[len(hdrs)-1].LastOffset(),
+		BaseOffset:     h.BaseOffset,
+		LastOffset:     h.LastOffset(),
 		LogAppendTime:  -1,
 		LogStartOffset: logStart,
-		NumRecords:     int(hdrs[len(hdrs)-1].LastOffset() - hdrs[0].BaseOffset + 1),
+		NumRecords:     int(h.LastOffset() - h.BaseOffset + 1),
 	}
 	if logAppendTime {
 		res.LogAppendTime = now

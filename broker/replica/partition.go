@@ -367,23 +367,20 @@ func (p *Partition) AppendMarker(pid int64, epoch int16, m batch.Marker) (klog.A
 // partition loses leadership, or ctx ends. It answers NOT_ENOUGH_REPLICAS_AFTER_APPEND
 // when the ISR shrank below min.insync.replicas while waiting.
 func (p *Partition) WaitReplicated(ctx context.Context, offset int64) error {
+	if done, err := p.Replicated(offset); done {
+		return err
+	}
 	w := NewWaiter()
 	for {
 		p.mu.Lock()
-		leader, isr, minISR, notLeader := p.leader, len(p.state.ISR), p.minISR, p.notLeaderLocked()
 		p.consumerW.add(w)
 		p.isrChangedW.add(w)
 		p.mu.Unlock()
-		if !leader {
+		// Registered first, then read: a high watermark that moves after
+		// the read wakes w.
+		if done, err := p.Replicated(offset); done {
 			p.Unwatch(w)
-			return notLeader
-		}
-		if p.Log().HighWatermark() > offset {
-			p.Unwatch(w)
-			if isr < minISR {
-				return kerr.NotEnoughReplicasAfterAppend
-			}
-			return nil
+			return err
 		}
 		select {
 		case <-w.C:
@@ -392,6 +389,26 @@ func (p *Partition) WaitReplicated(ctx context.Context, offset int64) error {
 			return kerr.RequestTimedOut
 		}
 	}
+}
+
+// Replicated is WaitReplicated without the wait: done when the high
+// watermark already passes offset (err NOT_ENOUGH_REPLICAS_AFTER_APPEND if
+// the ISR is below min.insync.replicas) or the partition is no longer led
+// here (err says why). A leader alone in its ISR moves the high watermark in
+// its append, so an acks=all produce at RF=1 is answered without parking.
+func (p *Partition) Replicated(offset int64) (done bool, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.leader {
+		return true, p.notLeaderLocked()
+	}
+	if p.Log().HighWatermark() <= offset {
+		return false, nil
+	}
+	if len(p.state.ISR) < p.minISR {
+		return true, kerr.NotEnoughReplicasAfterAppend
+	}
+	return true, nil
 }
 
 // maybeAdvanceHWLocked moves the high watermark to the smallest LEO in the ISR.
