@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -138,5 +139,34 @@ func BenchmarkAppendIdempotent(b *testing.B) {
 		if _, err := l.AppendAsLeader(bt, 0); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkRewriteCheckpoint rewrites one offset checkpoint, as the broker
+// does for each partition whose high watermark moved every
+// replica.high.watermark.checkpoint.interval.ms: with a temporary file
+// renamed over it (a new inode each time, the old one deleted) and with the
+// spare exchanged for it (rewriteCheckpoint). Both fsync the file and the
+// directory; the difference is the file system's inode allocation.
+func BenchmarkRewriteCheckpoint(b *testing.B) {
+	for _, spare := range []bool{false, true} {
+		name := "rename"
+		if spare {
+			name = "exchange"
+		}
+		b.Run(name, func(b *testing.B) {
+			dir := filepath.Join(b.TempDir(), "t-0")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			off := int64(0)
+			for b.Loop() {
+				off++
+				if err := replaceAtomic(dir, highWatermarkFile, encodeOffsetCheckpoint(dir, off), spare); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -11,21 +11,44 @@ import (
 )
 
 const (
-	recoveryPointFile  = "recovery-point-offset-checkpoint"
-	logStartFile       = "log-start-offset-checkpoint"
-	leaderEpochFile    = "leader-epoch-checkpoint"
-	highWatermarkFile  = "high-watermark"
-	cleanShutdownFile  = ".kafka_cleanshutdown"
-	checkpointVersion  = 0
-	tmpSuffix          = ".tmp"
+	recoveryPointFile = "recovery-point-offset-checkpoint"
+	logStartFile      = "log-start-offset-checkpoint"
+	leaderEpochFile   = "leader-epoch-checkpoint"
+	highWatermarkFile = "high-watermark"
+	cleanShutdownFile = ".kafka_cleanshutdown"
+	checkpointVersion = 0
+	tmpSuffix         = ".tmp"
+	// spareSuffix names writeFileAtomic's temporary file, which holds the
+	// previous content once it replaced a file (see writeFileAtomic).
+	spareSuffix        = ".spare"
 	unknownPartitionID = -1
 )
 
 // writeFileAtomic replaces dir/name with data so that a crash leaves either
 // the old or the new content: write a temporary file, fsync, rename, fsync dir.
 func writeFileAtomic(dir, name string, data []byte) error {
+	return replaceAtomic(dir, name, data, false)
+}
+
+// rewriteCheckpoint is writeFileAtomic for the files of fixed names that
+// are rewritten every few seconds (the offset and leader-epoch
+// checkpoints). Its temporary file is dir/name.spare, and on Linux, when
+// dir/name exists, the two are exchanged (renameat2 RENAME_EXCHANGE) rather
+// than the temporary renamed over it: the old content stays in the spare,
+// which the next rewrite overwrites, so no inode is created or deleted. A
+// profile at 64 partitions had a quarter of the broker's CPU in ext4's
+// inode allocation for the checkpoints' temporary files (it steps over
+// recently deleted inodes).
+func rewriteCheckpoint(dir, name string, data []byte) error {
+	return replaceAtomic(dir, name, data, true)
+}
+
+func replaceAtomic(dir, name string, data []byte, spare bool) error {
 	path := filepath.Join(dir, name)
 	tmp := path + tmpSuffix
+	if spare {
+		tmp = path + spareSuffix
+	}
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
@@ -37,14 +60,22 @@ func writeFileAtomic(dir, name string, data []byte) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
+	kept := false
+	if err == nil && spare {
+		kept, err = exchangeFiles(tmp, path)
+	}
+	if err == nil && !kept {
 		err = os.Rename(tmp, path)
 	}
 	if err == nil {
 		err = syncDir(dir)
 	}
 	if err != nil {
-		return errors.Join(fmt.Errorf("write %s: %w", path, err), removeIfExists(tmp))
+		var rerr error
+		if !kept {
+			rerr = removeIfExists(tmp)
+		}
+		return errors.Join(fmt.Errorf("write %s: %w", path, err), rerr)
 	}
 	return nil
 }

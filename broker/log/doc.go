@@ -59,7 +59,11 @@
 //     segments starting in [base, end)).
 //
 // Checkpoints and snapshots are replaced atomically (temporary file, fsync,
-// rename, directory fsync).
+// rename, directory fsync). The offset and leader-epoch checkpoints, which
+// are rewritten every few seconds, use <name>.spare as their temporary file
+// and, on Linux, exchange it with <name> (renameat2 RENAME_EXCHANGE): the
+// spare then holds the previous content and is overwritten by the next
+// rewrite, so no inode is created or deleted. Recovery leaves spares alone.
 //
 // # Appending
 //

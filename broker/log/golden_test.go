@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -33,7 +34,11 @@ func TestGoldenFiles(t *testing.T) {
 	}
 	var names []string
 	for _, e := range entries {
-		names = append(names, e.Name())
+		// A spare holds a checkpoint's previous content, and exists only
+		// where names can be exchanged (Linux); TestRewriteCheckpointCreatesNoInode pins it.
+		if !strings.HasSuffix(e.Name(), spareSuffix) {
+			names = append(names, e.Name())
+		}
 	}
 	sort.Strings(names)
 	if os.Getenv("KTOOL_UPDATE_GOLDEN") != "" {

@@ -234,7 +234,7 @@ func (l *Log) writeEpochCheckpoint() error {
 	entries := l.epochs.clone()
 	l.epochsDirty = false
 	l.mu.Unlock()
-	err := writeFileAtomic(l.dir, leaderEpochFile, encodeEpochCheckpoint(entries))
+	err := rewriteCheckpoint(l.dir, leaderEpochFile, encodeEpochCheckpoint(entries))
 	if err != nil {
 		l.mu.Lock()
 		l.epochsDirty = true
@@ -772,7 +772,7 @@ func (l *Log) writeCheckpointsLocked() error {
 		if old, ok := l.checkpointed[name]; ok && old == off {
 			continue
 		}
-		if err := writeFileAtomic(l.dir, name, encodeOffsetCheckpoint(l.dir, off)); err != nil {
+		if err := rewriteCheckpoint(l.dir, name, encodeOffsetCheckpoint(l.dir, off)); err != nil {
 			return storageError("write checkpoints", err)
 		}
 		l.checkpointed[name] = off
