@@ -41,12 +41,20 @@ type fetchPart struct {
 	err       error
 	info      replica.ReadInfo
 	region    klog.Region
-	// sendFailed is the partition's, told when the region cannot be sent.
-	sendFailed func(error)
+	// part is the partition read, told when the region cannot be sent.
+	part *replica.Partition
 	// aborted lists, for a read_committed fetch, the aborted transactions
 	// overlapping the records returned; nil for read_uncommitted.
 	aborted []klog.AbortedTxn
 }
+
+// Release and SendFailed make a fetchPart the owner of its region in the
+// answer's body (protocol.RegionOwner): passing the entry itself costs no
+// closure per partition. A region is only read from a partition, so part is
+// set wherever there is one.
+func (p *fetchPart) Release() { p.region.Release() }
+
+func (p *fetchPart) SendFailed(err error) { p.part.SendFailed(err) }
 
 func handleFetch(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
 	req := r.(*kmsg.FetchRequest)
@@ -219,7 +227,7 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, follower bool, maxBytes int32
 				parts = append(parts, fp)
 				continue
 			}
-			fp.sendFailed = p.SendFailed
+			fp.part = p
 			limit := min(int64(rp.PartitionMaxBytes), budget)
 			if limit < 0 {
 				limit = 0
@@ -324,7 +332,8 @@ func encodeFetch(version int16, sessionID int32, parts []fetchPart, throttleMs i
 			buf = kbin.AppendString(buf, g.topic)
 		}
 		buf = appendArrayLen(buf, len(g.parts), flex)
-		for _, p := range g.parts {
+		for i := range g.parts {
+			p := &g.parts[i] // the region's owner in the body
 			buf = kbin.AppendInt32(buf, p.partition)
 			buf = kbin.AppendInt16(buf, errorCode(p.err))
 			buf = kbin.AppendInt64(buf, p.info.HighWatermark)
@@ -357,8 +366,7 @@ func encodeFetch(version int16, sessionID int32, parts []fetchPart, throttleMs i
 			if n > 0 {
 				body.Bytes(buf)
 				buf = make([]byte, 0, 128)
-				r := p.region
-				body.File(r.File, r.Pos, r.Len, r.Release, p.sendFailed)
+				body.File(p.region.File, p.region.Pos, n, p)
 			}
 			if flex {
 				buf = append(buf, 0) // partition tagged fields

@@ -1,6 +1,10 @@
 package broker
 
-import "github.com/ktoolhq/ktool/broker/replica"
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ktoolhq/ktool/broker/replica"
+)
 
 // HostedLeaderAndEpoch is the leader and leader epoch this broker hosts
 // topic-partition at, for tests; ok is false when it does not host it.
@@ -16,3 +20,10 @@ func (b *Broker) HostedLeaderAndEpoch(topic string, partition int32) (leader, ep
 // ControllerCheckReads is how many store reads the checks of controller
 // requests have made for single partitions, for tests.
 func (b *Broker) ControllerCheckReads() int64 { return b.checkReads.Load() }
+
+// ReadAndEncodeFetch reads and encodes a consumer fetch of req as the broker
+// answers one, then drops the answer: for allocation counts of the fetch path.
+func (b *Broker) ReadAndEncodeFetch(req *kmsg.FetchRequest) {
+	parts, _, _ := b.readFetch(req, false, req.MaxBytes, nil)
+	encodeFetch(req.GetVersion(), 0, parts, 0).Release()
+}

@@ -15,11 +15,22 @@ type Body struct {
 }
 
 type part struct {
-	b       []byte
-	f       *os.File
-	off, n  int64
-	release func()
-	failed  func(error)
+	b      []byte
+	f      *os.File
+	off, n int64
+	owner  RegionOwner
+}
+
+// RegionOwner holds a file region of a Body: Release is called once the
+// region has been written or the body is dropped, SendFailed with the error
+// when the region could not be sent, a read error of the file (a failing
+// disk's EIO, which sendfile meets midway) or the connection's write error,
+// for it to tell apart. An interface rather than two funcs so that a caller
+// passes what it already has (a fetch's partition entry) and allocates no
+// closures per region.
+type RegionOwner interface {
+	Release()
+	SendFailed(error)
 }
 
 // Bytes appends a chunk of bytes (not copied: the caller must not reuse b).
@@ -36,18 +47,15 @@ func (b *Body) Bytes(p []byte) {
 	b.size += int64(len(p))
 }
 
-// File appends the region [off, off+n) of f; release (if not nil) is called after it
-// has been written or when the body is dropped. failed (if not nil) is told of the
-// error when the region could not be sent: a read error of f (a failing disk's EIO,
-// which sendfile meets midway) or the connection's write error, for it to tell apart.
-func (b *Body) File(f *os.File, off, n int64, release func(), failed func(error)) {
+// File appends the region [off, off+n) of f, held by owner (may be nil).
+func (b *Body) File(f *os.File, off, n int64, owner RegionOwner) {
 	if n == 0 {
-		if release != nil {
-			release()
+		if owner != nil {
+			owner.Release()
 		}
 		return
 	}
-	b.parts = append(b.parts, part{f: f, off: off, n: n, release: release, failed: failed})
+	b.parts = append(b.parts, part{f: f, off: off, n: n, owner: owner})
 	b.size += n
 }
 
@@ -57,9 +65,9 @@ func (b *Body) Size() int64 { return b.size }
 // Release drops the file regions without writing them.
 func (b *Body) Release() {
 	for i := range b.parts {
-		if r := b.parts[i].release; r != nil {
-			b.parts[i].release = nil
-			r()
+		if o := b.parts[i].owner; o != nil {
+			b.parts[i].owner = nil
+			o.Release()
 		}
 	}
 }
@@ -89,14 +97,14 @@ func writeFrame(w *bufio.Writer, sf fileSender, header []byte, body *Body) (int6
 			return 0, err
 		}
 		if err := sf.sendFile(p.f, p.off, p.n); err != nil {
-			if p.failed != nil {
-				p.failed(err)
+			if p.owner != nil {
+				p.owner.SendFailed(err)
 			}
 			return 0, err
 		}
-		if p.release != nil {
-			p.release()
-			p.release = nil
+		if p.owner != nil {
+			p.owner.Release()
+			p.owner = nil
 		}
 	}
 	return 4 + total, nil
