@@ -27,6 +27,18 @@ func TestDialBound(t *testing.T) {
 	}
 }
 
+func TestHandshakeBound(t *testing.T) {
+	for _, tc := range []struct{ session, dial, want time.Duration }{
+		{4 * time.Second, 333 * time.Millisecond, 666666666},
+		{18 * time.Second, time.Second, 3 * time.Second},
+		{time.Second, minDial, minDial},
+	} {
+		if got := handshakeBound(tc.session, tc.dial); got != tc.want {
+			t.Errorf("handshakeBound(%v, %v) = %v, want %v", tc.session, tc.dial, got, tc.want)
+		}
+	}
+}
+
 func TestRoundPace(t *testing.T) {
 	for session, want := range map[time.Duration]time.Duration{
 		4 * time.Second:        500 * time.Millisecond,
@@ -177,5 +189,31 @@ func TestRedialFirstConnect(t *testing.T) {
 	}
 	if retries != 2 || f.slept != 0 {
 		t.Fatalf("%d retryStarts and %v paced in seven attempts before any session, want 2 and 0", retries, f.slept)
+	}
+}
+
+// Until the handshake is over, no deadline go-zookeeper sets (none, or
+// 10 x 2/3 of the session) reaches past the handshake's bound.
+func TestHandshakeConnClamps(t *testing.T) {
+	a, b := net.Pipe()
+	defer b.Close()
+	end := time.Now().Add(time.Hour)
+	h := &handshakeConn{Conn: a, deadline: end}
+	defer h.Close()
+	soon := time.Now().Add(time.Minute)
+	for _, tc := range []struct{ in, want time.Time }{
+		{time.Time{}, end},
+		{end.Add(time.Hour), end},
+		{soon, soon},
+	} {
+		if got := h.clamp(tc.in); !got.Equal(tc.want) {
+			t.Errorf("during the handshake: clamp(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+	h.finish()
+	for _, in := range []time.Time{{}, end.Add(time.Hour)} {
+		if got := h.clamp(in); !got.Equal(in) {
+			t.Errorf("after the handshake: clamp(%v) = %v", in, got)
+		}
 	}
 }

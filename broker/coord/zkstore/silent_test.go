@@ -111,8 +111,8 @@ func mutedServer(t *testing.T, armed *atomic.Bool) string {
 // TestSessionSurvivesSilentServer loses the session's server silently while
 // the only other server listed is silent too, dropped or muted: the client
 // must get past it and back to the real server within the session timeout
-// (4 s; ZooKeeper expires the session between 4 s and 4.4 s after its last
-// ping). go-zookeeper alone notices the loss after 2.67 s, then spends 1 s
+// (4 s; the server expires the session 4 s to 4.25 s after its last ping,
+// rounding up to its 250 ms tick). go-zookeeper alone notices the loss after 2.67 s, then spends 1 s
 // on a dropped dial and 1 s asleep before trying the real server again, or
 // 26.7 s waiting for a muted server's answer: both lose the session.
 func TestSessionSurvivesSilentServer(t *testing.T) {
