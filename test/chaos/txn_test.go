@@ -210,10 +210,17 @@ func TestTxnFaults(t *testing.T) {
 	// producer stopped (an open one is aborted by its timeout).
 	if err := poll(ctx, lsoBound, func(ctx context.Context) error {
 		l, h, err := lso.offsets(ctx)
-		if err == nil && l != h {
-			err = fmt.Errorf("last stable offset %d, high watermark %d", l, h)
+		if err != nil {
+			return err
 		}
-		return err
+		// The reading that ends the wait counts for the abandoned
+		// transactions too: CI once saw the last one aborted between the
+		// monitor's readings and this one, and reported it never aborted.
+		lso.observe(l, h, time.Now())
+		if l != h {
+			return fmt.Errorf("last stable offset %d, high watermark %d", l, h)
+		}
+		return nil
 	}); err != nil {
 		t.Errorf("a transaction hangs: %v", err)
 	}
@@ -569,35 +576,40 @@ func (m *lsoMonitor) run(ctx context.Context) {
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 		lso, hw, err := m.offsets(actx)
 		cancel()
-		now := time.Now()
-		m.mu.Lock()
 		if err == nil {
-			for i := range m.abandoned {
-				if a := &m.abandoned[i]; a.ended.IsZero() && lso > a.offset {
-					a.ended = now
-				}
-			}
+			m.observe(lso, hw, time.Now())
 		}
-		switch {
-		case err != nil:
-		case lso >= hw:
-			m.since = time.Time{}
-		case lso != m.value || m.since.IsZero():
-			m.value, m.since, m.sinceDuring = lso, now, m.during
-		}
-		if !m.since.IsZero() {
-			d := now.Sub(m.since)
-			if d > m.worst {
-				m.worst, m.worstAt, m.worstDuring = d, m.value, m.sinceDuring
-			}
-			m.recent = max(m.recent, d)
-		}
-		m.mu.Unlock()
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
+	}
+}
+
+// observe records one reading of the last stable offset and the high
+// watermark taken at now: the abandoned transactions it passed, and how long
+// it has stayed at one value below the high watermark.
+func (m *lsoMonitor) observe(lso, hw int64, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := range m.abandoned {
+		if a := &m.abandoned[i]; a.ended.IsZero() && lso > a.offset {
+			a.ended = now
+		}
+	}
+	switch {
+	case lso >= hw:
+		m.since = time.Time{}
+	case lso != m.value || m.since.IsZero():
+		m.value, m.since, m.sinceDuring = lso, now, m.during
+	}
+	if !m.since.IsZero() {
+		d := now.Sub(m.since)
+		if d > m.worst {
+			m.worst, m.worstAt, m.worstDuring = d, m.value, m.sinceDuring
+		}
+		m.recent = max(m.recent, d)
 	}
 }
 
