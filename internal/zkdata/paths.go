@@ -33,7 +33,6 @@ const (
 
 // Znodes of ktool's own, outside Kafka's layout (Kafka-aware tools ignore them).
 const (
-	KtoolPath = "/ktool"
 	// ControllerTokenPath holds the secret the controller of the epoch it
 	// names puts in its requests to brokers (EncodeControllerToken).
 	ControllerTokenPath = "/ktool/controller_token"

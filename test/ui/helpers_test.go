@@ -2,6 +2,8 @@ package uitest
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"testing"
 	"time"
 
@@ -18,6 +20,21 @@ type console struct {
 }
 
 // startConsole runs the command's Run against brokers until the test ends.
+// get fetches path from the console, with its status code.
+func (c *console) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(c.url + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
 func startConsole(t *testing.T, brokers []string, mod func(*ui.Options)) *console {
 	t.Helper()
 	env := cmdtest.NewEnv(t, brokers)

@@ -2,8 +2,10 @@ package uitest
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/ktoolhq/ktool/internal/brokerproc"
 	"github.com/ktoolhq/ktool/internal/brokerproc/proctest"
 	"github.com/ktoolhq/ktool/internal/testbin"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 	"github.com/ktoolhq/ktool/tools/cmdutil"
 	"github.com/ktoolhq/ktool/tools/controller"
 	"github.com/ktoolhq/ktool/tools/ui"
@@ -122,6 +125,21 @@ func TestBrowserSIGKILL(t *testing.T) {
 	p.click(fmt.Sprintf(`#znode-children a[href="/zookeeper?path=%%2Fbrokers%%2Fids%%2F%s"]`, live[0]))
 	p.waitJS("a broker's registration decoded", 10*time.Second, fmt.Sprintf(`document.querySelector('#znode-data').textContent.includes('"PLAINTEXT://%s"') &&
 		document.querySelector('#znode-stat').textContent.includes('ephemeral_owner')`, pc.Broker(mustAtoi(live[0])).Addr()))
+
+	// The controller token is the one znode the console does not show: it
+	// lets whoever holds it speak as the controller to the brokers.
+	data, _, err := zc.Get(ctx, zkdata.ControllerTokenPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := zkdata.DecodeControllerToken(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body := con.get(t, "/api/zookeeper?path="+zkdata.ControllerTokenPath)
+	if secret := base64.StdEncoding.EncodeToString(tok.Token); code != 200 || strings.Contains(body, secret) || !strings.Contains(body, "not shown") {
+		t.Fatalf("GET /api/zookeeper of the token: %d %s", code, body)
+	}
 }
 
 func mustAtoi(s string) int32 {

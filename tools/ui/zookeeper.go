@@ -5,7 +5,9 @@ import (
 	"errors"
 	"net/http"
 	"sort"
+	"strings"
 
+	"github.com/ktoolhq/ktool/internal/zkdata"
 	"github.com/ktoolhq/ktool/tools/controller"
 	"github.com/ktoolhq/ktool/tools/zk"
 )
@@ -80,6 +82,12 @@ func (s *Server) apiZooKeeper(w http.ResponseWriter, r *http.Request) {
 		b, node.DataTruncated = b[:znodeShowBytes], true
 	}
 	node.Data = zk.DecodeData(b)
+	if p == zkdata.ControllerTokenPath || strings.HasSuffix(p, zkdata.ControllerTokenPath) {
+		// The controller's secret: whoever reads it can send requests the
+		// brokers believe as the controller's, and a console viewer need
+		// not be able to read ZooKeeper otherwise.
+		node.Data = "(the controller token, not shown)"
+	}
 	kids, _, err := c.Children(ctx, p)
 	if err == nil {
 		sort.Strings(kids)
