@@ -361,9 +361,10 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, verified *TxnVer
 		h.FirstTimestamp, h.MaxTimestamp = now, now
 		h.Attributes |= batch.AttrLogAppendTime
 	}
-	// The producer's entry is checked here and changed in place only once
-	// the batch is in the log: a refused or failed append leaves it as it
-	// was, and an idempotent append allocates nothing for it.
+	// The producer's entry is checked here and changed (in place, as
+	// replication and recovery change it) only once the batch is in the
+	// log: a refused or failed append leaves it as it was, and an
+	// idempotent append allocates nothing for it.
 	var e *producerEntry
 	if h.ProducerID >= 0 {
 		e = l.producers.m[h.ProducerID]
@@ -408,13 +409,7 @@ func (l *Log) appendAsLeader(records []byte, leaderEpoch int32, verified *TxnVer
 	if err := l.appendLocked(records, hdrs[:], cfg, nowTime); err != nil {
 		return AppendResult{}, err
 	}
-	if h.ProducerID >= 0 {
-		if e == nil {
-			e = newProducerEntry(h.ProducerEpoch)
-		}
-		e.add(h)
-		l.producers.put(h.ProducerID, e)
-	}
+	l.producers.apply(h, nil)
 	l.publishTxnState()
 	res := AppendResult{
 		BaseOffset:     h.BaseOffset,
@@ -541,13 +536,7 @@ func (l *Log) AppendMarker(pid int64, epoch int16, m batch.Marker, leaderEpoch i
 	if err := l.appendLocked(records, []batch.Header{h}, cfg, nowTime); err != nil {
 		return AppendResult{}, err
 	}
-	if e == nil {
-		e = newProducerEntry(epoch)
-	} else {
-		e = e.clone()
-	}
-	done := e.end(pid, h, m)
-	l.producers.put(pid, e)
+	done, _ := l.producers.apply(h, &m)
 	var ierr error
 	if done.aborted && done.first >= 0 {
 		ierr = l.recordAborted(AbortedTxn{ProducerID: pid, FirstOffset: done.first, LastOffset: done.last, LastStableOffset: l.producers.stableAfter(done)})

@@ -46,12 +46,6 @@ func newProducerEntry(epoch int16) *producerEntry {
 	return &producerEntry{epoch: epoch, coordEpoch: -1, txnFirst: -1, lastMarker: -1}
 }
 
-func (e *producerEntry) clone() *producerEntry {
-	c := *e
-	c.batches = append([]producerBatch(nil), e.batches...)
-	return &c
-}
-
 // lastOffset is the last offset of the producer's newest batch, -1 before one.
 func (e *producerEntry) lastOffset() int64 {
 	if n := len(e.batches); n > 0 {
