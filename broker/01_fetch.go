@@ -175,7 +175,6 @@ type isrExpansion struct {
 	st replica.State
 }
 
-// readFetch reads every requested partition within the byte budget.
 // fetchDenied authorizes a Fetch as KafkaApis does: a follower's needs
 // CLUSTER_ACTION on the cluster (else every partition is refused), a
 // consumer's READ on each topic. It returns which topics (by index) are
@@ -197,6 +196,7 @@ func fetchDenied(b *Broker, rc *reqCtx, req *kmsg.FetchRequest, follower bool) [
 	return denied
 }
 
+// readFetch reads every requested partition within the byte budget.
 func (b *Broker) readFetch(req *kmsg.FetchRequest, follower bool, maxBytes int32, denied []bool) ([]fetchPart, int64, []isrExpansion) {
 	var parts []fetchPart
 	var expands []isrExpansion

@@ -12,7 +12,6 @@ package broker
 import (
 	"math"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/ktoolhq/ktool/broker/config"
@@ -20,32 +19,11 @@ import (
 	"github.com/ktoolhq/ktool/broker/replica"
 )
 
-// quota is one replication quota: a bucket holding one second of its rate,
-// shared by the broker's fetches.
-type quota struct {
-	mu sync.Mutex
-	b  cq.Bucket
-}
-
-// exceeded reports whether the quota is used up at rate: more than one
-// second's worth owed.
-func (q *quota) exceeded(rate int64, now time.Time) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.b.Take(0, float64(rate), time.Second, now) > 0
-}
-
-// take counts n bytes against the quota; it may go into debt, which the next
-// seconds pay back.
-func (q *quota) take(rate int64, n int64, now time.Time) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.b.Take(float64(n), float64(rate), time.Second, now)
-}
-
-// replThrottles are a broker's two replication quotas.
+// replThrottles are a broker's two replication quotas, each shared by its
+// fetches and holding one second of its rate; a fetch's bytes may put it in
+// debt, which the following fetches wait out.
 type replThrottles struct {
-	leader, follower quota
+	leader, follower cq.SharedBucket
 }
 
 func unthrottled(rate config.Bytes) bool { return rate <= 0 || rate == math.MaxInt64 }
@@ -89,10 +67,10 @@ func (t *leaderThrottle) check(topic string, partition, follower int32, p *repli
 	if !list.Has(partition, t.b.id) || slices.Contains(p.State().ISR, follower) {
 		return false, false
 	}
-	return true, t.b.throttles.leader.exceeded(int64(t.rate), t.now)
+	return true, t.b.throttles.leader.Take(0, float64(t.rate), t.now) > 0
 }
 
-func (t *leaderThrottle) sent(n int64) { t.b.throttles.leader.take(int64(t.rate), n, t.now) }
+func (t *leaderThrottle) sent(n int64) { t.b.throttles.leader.Take(float64(n), float64(t.rate), t.now) }
 
 // followerThrottle is the replica fetchers' FollowerThrottle.
 type followerThrottle struct{ b *Broker }
@@ -113,11 +91,11 @@ func (f followerThrottle) applies(tp replica.TP, inSync bool) (config.Bytes, boo
 
 func (f followerThrottle) Hold(tp replica.TP, inSync bool) bool {
 	rate, ok := f.applies(tp, inSync)
-	return ok && f.b.throttles.follower.exceeded(int64(rate), time.Now())
+	return ok && f.b.throttles.follower.Take(0, float64(rate), time.Now()) > 0
 }
 
 func (f followerThrottle) Fetched(tp replica.TP, inSync bool, n int) {
 	if rate, ok := f.applies(tp, inSync); ok {
-		f.b.throttles.follower.take(int64(rate), int64(n), time.Now())
+		f.b.throttles.follower.Take(float64(n), float64(rate), time.Now())
 	}
 }

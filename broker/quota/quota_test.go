@@ -206,3 +206,44 @@ func TestBucketRateChange(t *testing.T) {
 		t.Fatalf("wait %v, want 1.5s", d)
 	}
 }
+
+// TestSharedBucketHoldsAtTheRate is the replication throttles' and the
+// replica-move quota's bucket: one second of burst, debt waited out.
+func TestSharedBucketHoldsAtTheRate(t *testing.T) {
+	var q SharedBucket
+	t0 := time.Unix(1000, 0)
+	const rate = 1000
+	if q.Take(0, rate, t0) > 0 {
+		t.Fatal("a fresh quota is exceeded")
+	}
+	q.Take(3000, rate, t0) // a large batch puts it 2 s in debt
+	for _, at := range []time.Duration{0, time.Second, 1900 * time.Millisecond} {
+		if q.Take(0, rate, t0.Add(at)) == 0 {
+			t.Errorf("not exceeded %v after taking 3 s worth", at)
+		}
+	}
+	if q.Take(0, rate, t0.Add(2100*time.Millisecond)) > 0 {
+		t.Error("still exceeded once the debt is paid back")
+	}
+	// Idle time refills at most one second's worth.
+	q.Take(1500, rate, t0.Add(time.Hour))
+	if q.Take(0, rate, t0.Add(time.Hour)) == 0 {
+		t.Error("an idle hour banked more than one second of bytes")
+	}
+}
+
+// TestSharedBucketLoweredHoldsAtOnce lowers a quota after a second used in full at a
+// high rate: the next bytes wait for the new rate only, as when operators
+// turn a reassignment's throttle down.
+func TestSharedBucketLoweredHoldsAtOnce(t *testing.T) {
+	var q SharedBucket
+	t0 := time.Unix(1000, 0)
+	q.Take(1<<30, 1<<30, t0)
+	if q.Take(0, 1<<20, t0.Add(time.Millisecond)) > 0 {
+		t.Fatal("a quota lowered to 1 MiB/s charges the GiB sent within the old second")
+	}
+	q.Take(3<<20, 1<<20, t0.Add(time.Millisecond))
+	if q.Take(0, 1<<20, t0.Add(time.Second)) == 0 {
+		t.Fatal("3 MiB taken at 1 MiB/s not held a second later")
+	}
+}

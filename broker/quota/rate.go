@@ -144,6 +144,20 @@ func (b *Bucket) Take(v, rate float64, burst time.Duration, now time.Time) time.
 	return time.Duration(min(b.debt/rate*float64(time.Second), float64(MaxThrottle)))
 }
 
+// SharedBucket is a Bucket that many goroutines take from, with a burst of
+// one second: the replication throttles and the replica-move quota.
+type SharedBucket struct {
+	mu sync.Mutex
+	b  Bucket
+}
+
+// Take adds v at now against rate and returns the wait owed (Bucket.Take).
+func (s *SharedBucket) Take(v, rate float64, now time.Time) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Take(v, rate, time.Second, now)
+}
+
 // Config is the measuring configuration: quota.window.num and quota.window.size.seconds.
 type Config struct {
 	Samples int

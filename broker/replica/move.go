@@ -609,10 +609,7 @@ func moveDirName(name, suffix string) (TP, string, bool) {
 
 // moveQuota is replica.alter.log.dirs.io.max.bytes.per.second, shared by
 // the broker's copiers: a bucket holding at most one second of it.
-type moveQuota struct {
-	mu sync.Mutex
-	b  quota.Bucket
-}
+type moveQuota struct{ b quota.SharedBucket }
 
 // wait blocks until the bucket has room at rate, or ctx ends.
 func (q *moveQuota) wait(ctx context.Context, rate int64) error {
@@ -620,7 +617,7 @@ func (q *moveQuota) wait(ctx context.Context, rate int64) error {
 		return nil
 	}
 	for {
-		d := q.owed(rate, 0, time.Now())
+		d := q.b.Take(0, float64(rate), time.Now())
 		if d == 0 {
 			return nil
 		}
@@ -639,12 +636,5 @@ func (q *moveQuota) take(rate, n int64) {
 	if rate == math.MaxInt64 {
 		return
 	}
-	q.owed(rate, n, time.Now())
-}
-
-// owed adds n bytes at now and returns how long the copiers must wait.
-func (q *moveQuota) owed(rate, n int64, now time.Time) time.Duration {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.b.Take(float64(n), float64(rate), time.Second, now)
+	q.b.Take(float64(n), float64(rate), time.Now())
 }

@@ -472,19 +472,19 @@ func TestPreferredDirForgotten(t *testing.T) {
 func TestMoveQuota(t *testing.T) {
 	var q moveQuota
 	t0 := time.Unix(1000, 0)
-	if d := q.owed(1000, 3000, t0); d != 2*time.Second {
+	if d := q.b.Take(3000, 1000, t0); d != 2*time.Second {
 		t.Fatalf("3 s worth owes %v, want 2s", d)
 	}
-	if d := q.owed(1000, 0, t0.Add(1500*time.Millisecond)); d != 500*time.Millisecond {
+	if d := q.b.Take(0, 1000, t0.Add(1500*time.Millisecond)); d != 500*time.Millisecond {
 		t.Fatalf("owed %v after 1.5 s, want 500ms", d)
 	}
 	// Idle time banks at most one second's worth.
-	if d := q.owed(1000, 1500, t0.Add(time.Hour)); d != 500*time.Millisecond {
+	if d := q.b.Take(1500, 1000, t0.Add(time.Hour)); d != 500*time.Millisecond {
 		t.Fatalf("owed %v after an idle hour, want 500ms", d)
 	}
 	var l moveQuota
-	l.owed(1<<30, 1<<30, t0)
-	if d := l.owed(1<<20, 0, t0.Add(time.Millisecond)); d != 0 {
+	l.b.Take(1<<30, 1<<30, t0)
+	if d := l.b.Take(0, 1<<20, t0.Add(time.Millisecond)); d != 0 {
 		t.Fatalf("a rate lowered to 1 MiB/s owes %v for the GiB copied within the old second", d)
 	}
 }
