@@ -41,18 +41,7 @@ func benchProduceHandler(b *testing.B, parts int, acks int16) {
 	topic := fmt.Sprintf("bench-%d-%d", parts, -acks)
 	createBenchTopic(b, br, topic, parts)
 	const records = 10
-	req := kmsg.NewPtrProduceRequest()
-	req.SetVersion(9)
-	req.Acks, req.TimeoutMillis = acks, 30000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	for p := range parts {
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Partition = int32(p)
-		rp.Records = idempotentBatch(1000+int64(p), records, 100)
-		rt.Partitions = append(rt.Partitions, rp)
-	}
-	req.Topics = append(req.Topics, rt)
+	req := idempotentProduce(topic, parts, acks, 1000, records)
 	rc := &reqCtx{ctx: context.Background()}
 	done := make(chan *kmsg.ProduceResponse, 1)
 	respond := func(r protocol.Response) { done <- r.Msg.(*kmsg.ProduceResponse) }
@@ -137,6 +126,25 @@ func createBenchTopic(b testing.TB, br *Broker, topic string, parts int) {
 
 // idempotentBatch is an uncompressed batch of n records of size-byte values
 // from producer pid (epoch 0), sequence 0.
+// idempotentProduce is a Produce v9 to partitions 0..parts-1 of topic, each
+// with a batch of n 100-byte records of its own idempotent producer
+// (pidBase+partition) at sequence 0.
+func idempotentProduce(topic string, parts int, acks int16, pidBase int64, n int) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	req.Acks, req.TimeoutMillis = acks, 30000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	for p := range parts {
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition = int32(p)
+		rp.Records = idempotentBatch(pidBase+int64(p), n, 100)
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
 func idempotentBatch(pid int64, n, size int) []byte {
 	var section []byte
 	value := make([]byte, size)

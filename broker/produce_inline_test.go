@@ -21,18 +21,7 @@ func TestAcksAllAtRF1AnsweredInline(t *testing.T) {
 	const topic, parts, records = "inline", 3, 4
 	createBenchTopic(t, br, topic, parts)
 
-	req := kmsg.NewPtrProduceRequest()
-	req.SetVersion(9)
-	req.Acks, req.TimeoutMillis = -1, 30000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	for p := range parts {
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Partition = int32(p)
-		rp.Records = idempotentBatch(500+int64(p), records, 100)
-		rt.Partitions = append(rt.Partitions, rp)
-	}
-	req.Topics = append(req.Topics, rt)
+	req := idempotentProduce(topic, parts, -1, 500, records)
 	rc := &reqCtx{ctx: context.Background()}
 
 	// send produces with every batch at sequence seq and returns the answer

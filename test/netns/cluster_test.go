@@ -371,6 +371,22 @@ func (s zkState) equal(o zkState) bool {
 	return true
 }
 
+// readController reads /controller: the controller's broker id and the
+// session that owns the znode.
+func readController(conn *zk.Conn) (id int32, owner int64, err error) {
+	data, stat, err := conn.Get(chroot + "/controller")
+	if err != nil {
+		return 0, 0, fmt.Errorf("/controller: %w", err)
+	}
+	var ctl struct {
+		BrokerID int32 `json:"brokerid"`
+	}
+	if err := json.Unmarshal(data, &ctl); err != nil {
+		return 0, 0, fmt.Errorf("/controller: %w", err)
+	}
+	return ctl.BrokerID, stat.EphemeralOwner, nil
+}
+
 // readZkState reads the control plane of topics from ZooKeeper.
 func (c *netCluster) readZkState(ctx context.Context, topics map[string]int32) (zkState, error) {
 	conn := c.zkSession()
@@ -381,20 +397,13 @@ func (c *netCluster) readZkState(ctx context.Context, topics map[string]int32) (
 	}
 	ch := make(chan result, 1)
 	go func() {
-		data, _, err := conn.Get(chroot + "/controller")
+		id, _, err := readController(conn)
 		if err != nil {
-			ch <- result{err: fmt.Errorf("/controller: %w", err)}
-			return
-		}
-		var ctl struct {
-			BrokerID int32 `json:"brokerid"`
-		}
-		if err := json.Unmarshal(data, &ctl); err != nil {
 			ch <- result{err: err}
 			return
 		}
-		st.controller = ctl.BrokerID
-		data, _, err = conn.Get(chroot + "/controller_epoch")
+		st.controller = id
+		data, _, err := conn.Get(chroot + "/controller_epoch")
 		if err != nil {
 			ch <- result{err: fmt.Errorf("/controller_epoch: %w", err)}
 			return

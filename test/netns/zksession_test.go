@@ -3,7 +3,6 @@ package netns
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -60,19 +59,12 @@ func (c *netCluster) readSessions(ctx context.Context) (sessions, error) {
 		ch := make(chan result, 1)
 		go func() {
 			st := sessions{owners: map[int32]int64{}}
-			data, stat, err := conn.Get(chroot + "/controller")
+			var err error
+			st.controller, st.controllerOwner, err = readController(conn)
 			if err != nil {
-				ch <- result{err: fmt.Errorf("/controller: %w", err)}
-				return
-			}
-			var ctl struct {
-				BrokerID int32 `json:"brokerid"`
-			}
-			if err := json.Unmarshal(data, &ctl); err != nil {
 				ch <- result{err: err}
 				return
 			}
-			st.controller, st.controllerOwner = ctl.BrokerID, stat.EphemeralOwner
 			for _, id := range c.ids() {
 				_, stat, err := conn.Get(fmt.Sprintf("%s/brokers/ids/%d", chroot, id))
 				if err != nil {
