@@ -371,6 +371,19 @@ func (s zkState) equal(o zkState) bool {
 	return true
 }
 
+// readRegistrations reads the stat of every broker's /brokers/ids/N.
+func (c *netCluster) readRegistrations(conn *zk.Conn) (map[int32]*zk.Stat, error) {
+	out := map[int32]*zk.Stat{}
+	for _, id := range c.ids() {
+		_, stat, err := conn.Get(fmt.Sprintf("%s/brokers/ids/%d", chroot, id))
+		if err != nil {
+			return nil, fmt.Errorf("broker %d registration: %w", id, err)
+		}
+		out[id] = stat
+	}
+	return out, nil
+}
+
 // readController reads /controller: the controller's broker id and the
 // session that owns the znode.
 func readController(conn *zk.Conn) (id int32, owner int64, err error) {
@@ -412,12 +425,12 @@ func (c *netCluster) readZkState(ctx context.Context, topics map[string]int32) (
 			ch <- result{err: err}
 			return
 		}
-		for _, id := range c.ids() {
-			_, stat, err := conn.Get(fmt.Sprintf("%s/brokers/ids/%d", chroot, id))
-			if err != nil {
-				ch <- result{err: fmt.Errorf("broker %d registration: %w", id, err)}
-				return
-			}
+		regs, err := c.readRegistrations(conn)
+		if err != nil {
+			ch <- result{err: err}
+			return
+		}
+		for id, stat := range regs {
 			st.brokerEpochs[id] = stat.Czxid
 		}
 		for topic, n := range topics {

@@ -65,12 +65,12 @@ func (c *netCluster) readSessions(ctx context.Context) (sessions, error) {
 				ch <- result{err: err}
 				return
 			}
-			for _, id := range c.ids() {
-				_, stat, err := conn.Get(fmt.Sprintf("%s/brokers/ids/%d", chroot, id))
-				if err != nil {
-					ch <- result{err: fmt.Errorf("broker %d registration: %w", id, err)}
-					return
-				}
+			regs, err := c.readRegistrations(conn)
+			if err != nil {
+				ch <- result{err: err}
+				return
+			}
+			for id, stat := range regs {
 				st.owners[id] = stat.EphemeralOwner
 			}
 			ch <- result{st: st}
