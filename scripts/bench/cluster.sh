@@ -11,7 +11,8 @@
 #     full), each broker's RSS and idle CPU over 10 s without traffic, the
 #     start-up time of the restarted broker with its partition directories,
 #     and the failovers:
-#     SIGKILL the broker leading the most partitions and time from its
+#     SIGKILL the broker leading the most partitions among those that are
+#     not the controller, then (killctl) the controller, and time from its
 #     ZooKeeper session expiry (/brokers/ids/N deleted, seen by a watch) to
 #     every partition having a live leader in every live broker's metadata;
 #     SIGTERM (controlled shutdown) and time from the signal to no partition
@@ -31,7 +32,7 @@ usage: scripts/bench/cluster.sh [options]
   -n, --records N              records per throughput run, 100-byte values (default 3000000)
   -p, --partitions P           partitions of the throughput topics (default 6)
   -f, --failover-partitions N  partitions of the failover topic, RF=3 (default 1000)
-  -r, --rounds R               SIGKILL and SIGTERM measurements each (default 3)
+  -r, --rounds R               measurements of each failover: SIGKILL, SIGKILL of the controller, SIGTERM (default 3)
       --idle-seconds S         how long the brokers' idle CPU is measured (default 10)
       --skip-throughput        only the failover measurements
       --skip-failover          only the throughput measurements
@@ -195,12 +196,12 @@ if [[ $skip_throughput -eq 0 ]]; then
 fi
 
 if [[ $skip_failover -eq 0 ]]; then
-	log "failover: topic with $failover_partitions partitions, RF=3, $rounds SIGKILL and $rounds SIGTERM rounds"
+	log "failover: topic with $failover_partitions partitions, RF=3, $rounds rounds each of SIGKILL, SIGKILL of the controller and SIGTERM"
 	"$work/failover" run --ktool "$work/ktool" --dir "$work/failover-brokers" --zookeeper "$zk_addr/failover" \
 		--partitions "$failover_partitions" --rounds "$rounds" --out "$work" --idle "${idle_seconds}s" \
 		--override zookeeper.session.timeout.ms=6000 --override replica.lag.time.max.ms=5000 \
 		--override min.insync.replicas=2 || die "the failover measurement failed (broker logs above)"
-	for mode in kill term; do
+	for mode in kill killctl term; do
 		for r in $(seq 1 "$rounds"); do
 			log "$mode round $r: $(tr '\n' ' ' <"$work/failover.$mode.$r")"
 		done
@@ -235,11 +236,15 @@ if [[ $skip_failover -eq 0 ]]; then
 	echo "  SIGKILL, signal to session expiry:                  $(summary signal_to_expiry_ms kill)"
 	echo "  SIGKILL, session expiry to all partitions led:      $(summary expiry_to_all_led_ms kill)"
 	echo "  SIGKILL, session expiry to all leaders serving:     $(summary expiry_to_all_serving_ms kill)"
+	echo "  SIGKILL of the controller, signal to expiry:        $(summary signal_to_expiry_ms killctl)"
+	echo "  SIGKILL of the controller, expiry to all led:       $(summary expiry_to_all_led_ms killctl)"
+	echo "  SIGKILL of the controller, expiry to all serving:   $(summary expiry_to_all_serving_ms killctl)"
 	echo "  SIGTERM, signal to no partition led by it:          $(summary signal_to_none_led_ms term)"
 	echo "  SIGTERM, signal to all leaders serving:             $(summary signal_to_all_serving_ms term)"
 	echo "  SIGTERM, signal to deregistration:                  $(summary signal_to_deregistered_ms term)"
 	for r in $(seq 1 "$rounds"); do
 		echo "  kill round $r: victim $(kv victim "$work/failover.kill.$r") led $(kv victim_leaders "$work/failover.kill.$r") partitions;" \
+			"killctl round $r: victim $(kv victim "$work/failover.killctl.$r") led $(kv victim_leaders "$work/failover.killctl.$r");" \
 			"term round $r: victim $(kv victim "$work/failover.term.$r") led $(kv victim_leaders "$work/failover.term.$r")"
 	done
 	echo
@@ -251,7 +256,7 @@ if [[ $skip_failover -eq 0 ]]; then
 	done
 	restarts() { # restarts KEY: min / median / max over every restart
 		local m r vals=()
-		for m in kill term; do
+		for m in kill killctl term; do
 			for r in $(seq 1 "$rounds"); do vals+=("$(kv "$1" "$work/restart.$m.$r")"); done
 		done
 		printf '%s\n' "${vals[@]}" | sort -g | awk '{ v[NR] = $1 } END { printf "%s / %s / %s", v[1], v[int((NR + 1) / 2)], v[NR] }'
@@ -267,5 +272,6 @@ if [[ $skip_failover -eq 0 ]]; then
 	}
 	echo "goals (worst round against the 2 s limit):"
 	verdict "SIGKILL: session expiry to all partitions led" expiry_to_all_led_ms kill
+	verdict "SIGKILL of the controller: expiry to all led" expiry_to_all_led_ms killctl
 	verdict "SIGTERM: signal to no partition led by it" signal_to_none_led_ms term
 fi

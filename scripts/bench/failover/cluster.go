@@ -74,13 +74,13 @@ func runCluster(ctx context.Context, args []string, out, errOut io.Writer) error
 	return c.Stop(time.Minute)
 }
 
-// runRounds measures SIGKILL and SIGTERM failovers on three brokers it runs.
+// runRounds measures SIGKILL, controller SIGKILL and SIGTERM failovers on three brokers it runs.
 func runRounds(ctx context.Context, args []string, errOut io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	var cf clusterFlags
 	cf.register(fs)
 	partitions := fs.Int("partitions", 1000, "partitions of the topic, RF=3")
-	rounds := fs.Int("rounds", 3, "SIGKILL and SIGTERM measurements each")
+	rounds := fs.Int("rounds", 3, "measurements of each failover (SIGKILL, SIGKILL of the controller, SIGTERM)")
 	outDir := fs.String("out", "", "directory for the results, failover.<mode>.<round>")
 	idle := fs.Duration("idle", 10*time.Second, "how long to measure the brokers' idle CPU")
 	if err := fs.Parse(args); err != nil {
@@ -142,14 +142,18 @@ func rounds3(ctx context.Context, c *brokerproc.Cluster, zookeeper string, parti
 		all[topic][p] = struct{}{}
 	}
 	signal := func(id int32, sig syscall.Signal) error { return c.Broker(id).Signal(sig) }
-	for _, mode := range []string{"kill", "term"} {
+	// kill: SIGKILL of a broker that is not the controller; killctl: of the
+	// controller, whose successor loads the cluster's state first; term:
+	// controlled shutdown of the broker leading the most partitions.
+	for _, k := range []struct{ name, mode, pick string }{{"kill", "kill", "others"}, {"killctl", "kill", "controller"}, {"term", "term", ""}} {
+		mode := k.name
 		for r := 1; r <= rounds; r++ {
 			path := filepath.Join(outDir, fmt.Sprintf("failover.%s.%d", mode, r))
 			f, err := os.Create(path)
 			if err != nil {
 				return err
 			}
-			victim, err := measure(ctx, measureOptions{brokers: addrs, zookeeper: zookeeper, topic: topic, mode: mode,
+			victim, err := measure(ctx, measureOptions{brokers: addrs, zookeeper: zookeeper, topic: topic, mode: k.mode, pick: k.pick,
 				candidates: c.IDs(), signal: signal, victim: -1, timeout: 2 * time.Minute, interval: 10 * time.Millisecond}, f, errOut)
 			if cerr := f.Close(); err == nil {
 				err = cerr

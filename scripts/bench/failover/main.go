@@ -6,17 +6,21 @@
 //	failover cluster --ktool BIN --dir D --zookeeper ADDR/chroot --brokers N [--override k=v]...
 //	failover run --ktool BIN --dir D --zookeeper ADDR/chroot --partitions N --rounds R --out DIR [--override k=v]...
 //	failover wait --brokers B --topic T --partitions N --live 3
-//	failover measure --brokers B --zookeeper ADDR/chroot --topic T --mode kill|term --pids 1=PID,2=PID
+//	failover measure --brokers B --zookeeper ADDR/chroot --topic T --mode kill|term [--pick controller|others] --pids 1=PID,2=PID
 //
 // cluster runs N ktool brokers (internal/brokerproc) until signalled,
 // printing "brokers=host:port,..." once all are ready. run starts three,
-// creates the topic and measures --rounds SIGKILL and --rounds SIGTERM
-// failovers, restarting the victim on its port and directories after each
-// and restoring the preferred leaders; each round's results go to
-// DIR/failover.<kill|term>.<round>. wait and measure work on any cluster,
+// creates the topic and measures --rounds SIGKILL failovers of a broker that
+// is not the controller, --rounds SIGKILL failovers of the controller and
+// --rounds SIGTERM failovers, restarting the victim on its port and
+// directories after each and restoring the preferred leaders; each round's
+// results go to DIR/failover.<kill|killctl|term>.<round>. wait and measure work on any cluster,
 // Kafka's too (measure signals the given pids).
 //
-// measure signals the broker leading the most partitions (or --victim).
+// measure signals the broker leading the most partitions (or --victim; with
+// --pick controller the controller, with --pick others the broker leading
+// the most among the others: a dead controller's failover also waits for a
+// new controller to load the cluster's state).
 // With --mode kill (SIGKILL) it times the ZooKeeper session expiry of the
 // victim (a watch on /brokers/ids/N firing NodeDeleted) and from there
 // until every live broker's metadata gives every partition a live leader.
@@ -222,8 +226,11 @@ type measureOptions struct {
 	candidates []int32
 	signal     func(id int32, sig syscall.Signal) error
 	victim     int32
-	timeout    time.Duration
-	interval   time.Duration
+	// pick narrows the default victim: "controller", "others" (not the
+	// controller) or "" (any broker).
+	pick     string
+	timeout  time.Duration
+	interval time.Duration
 }
 
 func runMeasure(ctx context.Context, args []string, out, errOut io.Writer) error {
@@ -234,17 +241,21 @@ func runMeasure(ctx context.Context, args []string, out, errOut io.Writer) error
 	mode := fs.String("mode", "kill", "kill (SIGKILL, session expiry) or term (SIGTERM, controlled shutdown)")
 	pids := fs.String("pids", "", "broker processes: id=pid,...")
 	victim := fs.Int("victim", -1, "broker to signal (default: the one leading the most partitions)")
+	pick := fs.String("pick", "", "without --victim: controller (signal the controller) or others (the broker leading the most partitions among the others)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up after")
 	interval := fs.Duration("interval", 10*time.Millisecond, "metadata polling interval")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	o := measureOptions{zookeeper: *zkConnect, topic: *topic, mode: *mode, victim: int32(*victim), timeout: *timeout, interval: *interval}
+	o := measureOptions{zookeeper: *zkConnect, topic: *topic, mode: *mode, victim: int32(*victim), pick: *pick, timeout: *timeout, interval: *interval}
 	if *brokers == "" || o.zookeeper == "" || o.topic == "" || *pids == "" {
 		return errors.New("measure: --brokers, --zookeeper, --topic and --pids are required")
 	}
 	if o.mode != "kill" && o.mode != "term" {
 		return fmt.Errorf("measure: --mode %q: want kill or term", o.mode)
+	}
+	if o.pick != "" && o.pick != "controller" && o.pick != "others" {
+		return fmt.Errorf("measure: --pick %q: want controller or others", o.pick)
 	}
 	o.brokers = strings.Split(*brokers, ",")
 	byID := map[int32]int{}
@@ -292,8 +303,15 @@ func measure(ctx context.Context, o measureOptions, out, errOut io.Writer) (int3
 		led[p.Leader]++
 	}
 	victim := o.victim
-	if victim < 0 {
+	switch {
+	case victim >= 0:
+	case o.pick == "controller":
+		victim = m.ControllerID
+	default:
 		for _, id := range o.candidates {
+			if o.pick == "others" && id == m.ControllerID {
+				continue
+			}
 			if victim < 0 || led[id] > led[victim] || led[id] == led[victim] && id < victim {
 				victim = id
 			}
@@ -377,7 +395,7 @@ func measure(ctx context.Context, o measureOptions, out, errOut io.Writer) (int3
 		}
 	}
 	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) }
-	fmt.Fprintf(out, "mode=%s\nvictim=%d\npartitions=%d\nvictim_leaders=%d\n", o.mode, victim, len(ps), led[victim])
+	fmt.Fprintf(out, "mode=%s\nvictim=%d\ncontroller=%d\npartitions=%d\nvictim_leaders=%d\n", o.mode, victim, m.ControllerID, len(ps), led[victim])
 	if o.mode == "kill" {
 		fmt.Fprintf(out, "signal_to_expiry_ms=%s\nexpiry_to_all_led_ms=%s\nexpiry_to_all_serving_ms=%s\n",
 			ms(gone.Sub(signalled)), ms(done.Sub(gone)), ms(serving.Sub(gone)))
