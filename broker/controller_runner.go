@@ -33,6 +33,7 @@ func newControllerRunner(b *Broker) *controllerRunner {
 		RequestTimeout:         s.ControllerSocketTimeout,
 		InterBrokerListener:    b.interBroker.Name,
 		Dial:                   b.dialer.Dial,
+		Seed:                   b.meta.controllerSeed,
 	})}
 }
 

@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/broker/auth"
+	"github.com/ktoolhq/ktool/broker/controller"
+	"github.com/ktoolhq/ktool/internal/zkdata"
 )
 
 // brokerEndpoint is a live broker as UpdateMetadata describes it: its
@@ -290,4 +292,30 @@ func (m *metaCache) partition(topic string, p int32) (partitionMeta, bool) {
 		return partitionMeta{}, false
 	}
 	return *pm, true
+}
+
+// controllerSeed is a copy of the partitions as the last controller told them,
+// which a new controller on this broker starts from (controller/seed.go);
+// nil before the first UpdateMetadata. Topics without an id are left out: the
+// controller could not tell them from an earlier topic of that name.
+func (m *metaCache) controllerSeed() controller.Seed {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if !m.applied {
+		return nil
+	}
+	out := make(controller.Seed, len(m.topics))
+	for t, parts := range m.topics {
+		id := m.topicIDs[t]
+		if id == ([16]byte{}) {
+			continue
+		}
+		st := controller.SeedTopic{ID: id, Partitions: make(map[int32]zkdata.LeaderIsr, len(parts))}
+		for p, pm := range parts {
+			st.Partitions[p] = zkdata.LeaderIsr{Leader: pm.Leader, LeaderEpoch: pm.LeaderEpoch, ISR: slices.Clone(pm.ISR),
+				ControllerEpoch: pm.ControllerEpoch, ZkVersion: pm.ZkVersion}
+		}
+		out[t] = st
+	}
+	return out
 }

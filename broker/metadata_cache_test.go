@@ -87,3 +87,40 @@ func TestMetadataCacheMergesIncrementalUpdates(t *testing.T) {
 		t.Fatal("an UpdateMetadata for a new registration of this broker does not replace")
 	}
 }
+
+// The cache's copy for a new controller (controller/seed.go) holds every
+// partition of the topics with an id as the controller last described it,
+// the version of its state znode included; none before the first
+// UpdateMetadata.
+func TestMetadataCacheControllerSeed(t *testing.T) {
+	m := newMetaCache()
+	if s := m.controllerSeed(); s != nil {
+		t.Fatalf("a seed before any UpdateMetadata: %v", s)
+	}
+	req := umReq(1, 10, map[string]map[int32]int32{"a": {0: 1, 1: 2}, "noid": {0: 3}})
+	id := [16]byte{7}
+	for i := range req.TopicStates {
+		ts := &req.TopicStates[i]
+		if ts.Topic == "a" {
+			ts.TopicID = id
+		}
+		for j := range ts.PartitionStates {
+			ts.PartitionStates[j].ISR = []int32{1, 2}
+			ts.PartitionStates[j].ZKVersion = 4 + ts.PartitionStates[j].Partition
+			ts.PartitionStates[j].ControllerEpoch = 1
+		}
+	}
+	m.apply(req)
+	s := m.controllerSeed()
+	if _, ok := s["noid"]; ok || len(s) != 1 {
+		t.Fatalf("seed topics %v: want only a (noid has no topic id)", s)
+	}
+	a := s["a"]
+	if a.ID != id || len(a.Partitions) != 2 {
+		t.Fatalf("seed of a: %+v", a)
+	}
+	p1 := a.Partitions[1]
+	if p1.Leader != 2 || p1.LeaderEpoch != 1 || !slices.Equal(p1.ISR, []int32{1, 2}) || p1.ZkVersion != 5 || p1.ControllerEpoch != 1 {
+		t.Fatalf("seed of a-1: %+v", p1)
+	}
+}

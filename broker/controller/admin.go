@@ -19,10 +19,19 @@ func (c *Controller) watchDeletes() {
 		return
 	}
 	go c.rearm(ch, c.watchDeletes)
+	for _, t := range c.markDeletes(names) {
+		// Nothing to delete (already gone or never existed).
+		_ = c.store.Delete(c.ctx, zkdata.DeleteTopicsPath+"/"+t, -1)
+	}
+	c.retryDeletes()
+}
+
+// markDeletes marks the topics named under /admin/delete_topics as being
+// deleted, and returns the names that are no topic.
+func (c *Controller) markDeletes(names []string) (unknown []string) {
 	for _, t := range names {
 		if _, ok := c.assignments[t]; !ok {
-			// Nothing to delete (already gone or never existed).
-			_ = c.store.Delete(c.ctx, zkdata.DeleteTopicsPath+"/"+t, -1)
+			unknown = append(unknown, t)
 			continue
 		}
 		if !c.deleting[t] {
@@ -30,7 +39,7 @@ func (c *Controller) watchDeletes() {
 			c.deleting[t] = true
 		}
 	}
-	c.retryDeletes()
+	return unknown
 }
 
 // retryDeletes finishes deletions whose replicas are all live: StopReplica with

@@ -245,10 +245,25 @@ func (c *Controller) failover() error {
 	if err := c.loadBrokers(); err != nil {
 		return err
 	}
-	if err := c.loadTopics(); err != nil {
+	seeded, err := c.loadTopics(c.seed())
+	if err != nil {
 		return err
 	}
-	c.log.Info("controller state loaded", "brokers", len(c.brokers), "partitions", len(c.states), "took", time.Since(start).Round(time.Millisecond))
+	if len(seeded) > 0 {
+		// A warm start (seed.go): leaders from this broker's copy of the
+		// states first, then the store's states, and on as below.
+		c.log.Info("controller state loaded, partition states from this broker's copy", "brokers", len(c.brokers),
+			"partitions", len(c.states), "copied", len(seeded), "took", time.Since(start).Round(time.Millisecond))
+		if err := c.warmStart(); err != nil {
+			return err
+		}
+		if err := c.readBack(seeded); err != nil {
+			return err
+		}
+		c.log.Info("partition states read back from the store", "partitions", len(seeded), "took", time.Since(start).Round(time.Millisecond))
+	} else {
+		c.log.Info("controller state loaded", "brokers", len(c.brokers), "partitions", len(c.states), "took", time.Since(start).Round(time.Millisecond))
+	}
 	for id := range c.brokers {
 		c.ensureSender(id)
 	}

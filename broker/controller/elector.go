@@ -30,6 +30,10 @@ type Config struct {
 	// (inter.broker.listener.name); Dial connects and authenticates there.
 	InterBrokerListener string
 	Dial                func(ctx context.Context, addr string) (net.Conn, error)
+	// Seed returns this broker's copy of the last controller's view of the
+	// partitions (its metadata cache), or nil; a new controller starts from
+	// it (seed.go).
+	Seed func() Seed
 }
 
 // Elector runs controller election for one broker.

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 
@@ -12,90 +13,126 @@ import (
 // Topics and their partition assignments: loading them, new topics and new
 // partitions.
 
-func (c *Controller) loadTopics() error {
+// loadTopics reads the topics the controller does not know yet (with a
+// watch on the list). A topic's partition states come from seed where it
+// has them (seed.go), from the store otherwise; loadTopics returns the
+// partitions taken from seed.
+func (c *Controller) loadTopics(seed Seed) ([]TP, error) {
 	names, _, ch, err := c.store.ChildrenW(c.ctx, zkdata.TopicsPath)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	go c.rearm(ch, c.onTopicChange)
+	var seeded []TP
 	for _, t := range names {
 		if _, ok := c.assignments[t]; ok {
 			continue
 		}
-		if err := c.loadTopic(t); err != nil {
-			return err
+		got, err := c.loadTopic(t, seed)
+		if err != nil {
+			return nil, err
 		}
+		seeded = append(seeded, got...)
 	}
-	return nil
+	return seeded, nil
 }
 
-// loadTopic reads a topic's assignment (with a watch for new partitions) and the
-// state of each partition.
-func (c *Controller) loadTopic(t string) error {
+// loadTopic reads a topic's assignment (with a watch for new partitions) and
+// the state of each partition, from seed for the partitions it holds (when
+// its topic id is the store's), and returns those.
+func (c *Controller) loadTopic(t string, seed Seed) ([]TP, error) {
 	data, _, ch, err := c.store.GetW(c.ctx, zkdata.TopicPath(t))
 	if errors.Is(err, coord.ErrNoNode) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	go c.rearm(ch, func() { c.onTopicModified(t) })
 	a, err := zkdata.DecodeTopicAssignment(data)
 	if err != nil {
 		c.log.Warn("ignoring unreadable topic assignment", "topic", t, "err", err)
-		return nil
+		return nil, nil
 	}
 	c.assignments[t] = a
-	// The state znodes are read stateReadsInFlight at a time: a new
-	// controller loads every partition before it can elect, and 10,000
-	// reads one after the other's answer took 20 s on a loaded machine.
+	copied, ok := seed[t]
+	if ok && (copied.ID == [16]byte{} || copied.ID != c.topicID(t)) {
+		// The copy may be of an earlier topic of that name.
+		ok = false
+	}
+	states := make(map[TP]*PartitionState, len(a.Partitions))
+	var seeded, read []TP
+	for p, replicas := range a.Partitions {
+		tp := TP{t, p}
+		st := &PartitionState{Replicas: replicas, LeaderIsr: zkdata.LeaderIsr{Leader: -1, LeaderEpoch: -1}}
+		states[tp] = st
+		if li, has := copied.Partitions[p]; ok && has && li.LeaderEpoch >= 0 {
+			li.ISR = slices.Clone(li.ISR)
+			st.LeaderIsr, st.HasState = li, true
+			seeded = append(seeded, tp)
+			continue
+		}
+		read = append(read, tp)
+	}
+	if err := c.readStates(read, states); err != nil {
+		return nil, err
+	}
+	maps.Copy(c.states, states)
+	return seeded, nil
+}
+
+// readStates reads the state znodes of tps, stateReadsInFlight at a time (a
+// new controller without a copy of the states loads every partition before
+// it can elect, and 10,000 reads one after the other's answer took 20 s on
+// a loaded machine), into their entries in states: all of them or, on an
+// error, none.
+func (c *Controller) readStates(tps []TP, states map[TP]*PartitionState) error {
 	type read struct {
-		tp   TP
 		data []byte
 		stat coord.Stat
 		err  error
 	}
-	reads := make([]read, 0, len(a.Partitions))
-	for p := range a.Partitions {
-		reads = append(reads, read{tp: TP{t, p}})
-	}
+	reads := make([]read, len(tps))
 	var wg sync.WaitGroup
 	inFlight := make(chan struct{}, stateReadsInFlight)
-	for i := range reads {
+	for i, tp := range tps {
 		wg.Add(1)
 		inFlight <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-inFlight }()
 			r := &reads[i]
-			r.data, r.stat, r.err = c.store.Get(c.ctx, zkdata.PartitionStatePath(t, r.tp.Partition))
+			r.data, r.stat, r.err = c.store.Get(c.ctx, zkdata.PartitionStatePath(tp.Topic, tp.Partition))
 		}()
 	}
 	wg.Wait()
 	for _, r := range reads {
-		st := &PartitionState{Replicas: a.Partitions[r.tp.Partition], LeaderIsr: zkdata.LeaderIsr{Leader: -1, LeaderEpoch: -1}}
+		if r.err != nil && !errors.Is(r.err, coord.ErrNoNode) {
+			return r.err
+		}
+	}
+	for i, r := range reads {
+		tp := tps[i]
+		st := states[tp]
 		switch {
 		case r.err == nil:
 			li, derr := zkdata.DecodeLeaderIsr(r.data, r.stat.Version)
 			if derr != nil {
-				c.log.Warn("unreadable partition state", "partition", r.tp.String(), "err", derr)
+				c.log.Warn("unreadable partition state", "partition", tp.String(), "err", derr)
+				st.LeaderIsr, st.HasState = zkdata.LeaderIsr{Leader: -1, LeaderEpoch: -1}, false
 				break
 			}
-			st.LeaderIsr = li
-			st.HasState = true
-		case errors.Is(r.err, coord.ErrNoNode):
-		default:
-			return r.err
+			st.LeaderIsr, st.HasState = li, true
+		default: // no state znode
+			st.LeaderIsr, st.HasState = zkdata.LeaderIsr{Leader: -1, LeaderEpoch: -1}, false
 		}
-		c.states[r.tp] = st
 	}
 	return nil
 }
 
-// stateReadsInFlight is how many partition state reads loadTopic keeps sent
+// stateReadsInFlight is how many partition state reads readStates keeps sent
 // and unanswered: as deep as the brokers' checks (storeReads), since on a
-// loaded machine each window of reads costs a scheduling round trip, and a
-// new controller loads all 10,000 states before its first election.
+// loaded machine each window of reads costs a scheduling round trip.
 const stateReadsInFlight = 256
 
 func (c *Controller) onTopicChange() {
@@ -103,7 +140,7 @@ func (c *Controller) onTopicChange() {
 	for t := range c.assignments {
 		before[t] = true
 	}
-	if err := c.loadTopics(); err != nil {
+	if _, err := c.loadTopics(nil); err != nil {
 		c.log.Error("reading topics; trying again", "err", err)
 		c.retrySoon(c.onTopicChange)
 		return
@@ -138,7 +175,7 @@ func (c *Controller) onTopicChange() {
 func (c *Controller) onTopicModified(t string) {
 	old := c.assignments[t]
 	delete(c.assignments, t)
-	if err := c.loadTopic(t); err != nil {
+	if _, err := c.loadTopic(t, nil); err != nil {
 		c.log.Error("reading topic; trying again", "topic", t, "err", err)
 		c.assignments[t] = old
 		c.retrySoon(func() { c.onTopicModified(t) })
