@@ -85,9 +85,9 @@ func (b *Broker) listOffset(topic string, rp kmsg.ListOffsetsRequestTopicPartiti
 		}
 		return off, ts, -1, nil
 	}
-	off, ts, ok := l.OffsetForTimestamp(rp.Timestamp)
+	off, ts, epoch, ok := l.OffsetForTimestamp(rp.Timestamp)
 	if !ok || off >= hw {
 		return -1, -1, -1, nil
 	}
-	return off, ts, -1, nil
+	return off, ts, epoch, nil
 }

@@ -289,7 +289,7 @@ func TestIndexFilesAfterCrash(t *testing.T) {
 	}
 	lookups := make([]found, 300)
 	for i := range lookups {
-		off, ts, ok := l.OffsetForTimestamp(int64(1000 + i))
+		off, ts, _, ok := l.OffsetForTimestamp(int64(1000 + i))
 		lookups[i] = found{off, ts, ok}
 	}
 	onDisk := readFile(t, segmentPath(dir, active.base, indexExt))
@@ -327,7 +327,7 @@ func TestIndexFilesAfterCrash(t *testing.T) {
 		t.Fatalf("offset index file holds %d bytes after recovery, want %d", len(got), len(wantIdx))
 	}
 	for i, want := range lookups {
-		off, ts, ok := l.OffsetForTimestamp(int64(1000 + i))
+		off, ts, _, ok := l.OffsetForTimestamp(int64(1000 + i))
 		if got := (found{off, ts, ok}); got != want || !ok {
 			t.Fatalf("timestamp lookup %d after recovery: %+v, before the crash %+v", 1000+i, got, want)
 		}

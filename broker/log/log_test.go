@@ -374,27 +374,29 @@ func TestIdempotentOnlyLastFiveBatches(t *testing.T) {
 
 func TestOffsetForTimestamp(t *testing.T) {
 	l, _ := newLog(t, testConfig())
-	// Offsets 0-4 have timestamps 100-104, 5-9 (gzip) 200-204, 10-14 300-304.
+	// Offsets 0-4 have timestamps 100-104 (leader epoch 0), 5-9 (gzip)
+	// 200-204 (epoch 2), 10-14 300-304 (epoch 5).
 	mustAppend(t, l, makeBatch(t, plain(5, 100)), 0)
 	gz := plain(5, 200)
 	gz.gzip = true
-	mustAppend(t, l, makeBatch(t, gz), 0)
-	mustAppend(t, l, makeBatch(t, plain(5, 300)), 0)
+	mustAppend(t, l, makeBatch(t, gz), 2)
+	mustAppend(t, l, makeBatch(t, plain(5, 300)), 5)
 	for _, tc := range []struct {
 		ts, off, rts int64
+		epoch        int32
 		ok           bool
 	}{
-		{0, 0, 100, true},
-		{102, 2, 102, true},
-		{150, 5, 200, true},
-		{203, 8, 203, true},
-		{301, 11, 301, true},
-		{304, 14, 304, true},
-		{305, -1, -1, false},
+		{0, 0, 100, 0, true},
+		{102, 2, 102, 0, true},
+		{150, 5, 200, 2, true},
+		{203, 8, 203, 2, true},
+		{301, 11, 301, 5, true},
+		{304, 14, 304, 5, true},
+		{305, -1, -1, -1, false},
 	} {
-		off, rts, ok := l.OffsetForTimestamp(tc.ts)
-		if off != tc.off || rts != tc.rts || ok != tc.ok {
-			t.Errorf("OffsetForTimestamp(%d) = (%d, %d, %v), want (%d, %d, %v)", tc.ts, off, rts, ok, tc.off, tc.rts, tc.ok)
+		off, rts, epoch, ok := l.OffsetForTimestamp(tc.ts)
+		if off != tc.off || rts != tc.rts || epoch != tc.epoch || ok != tc.ok {
+			t.Errorf("OffsetForTimestamp(%d) = (%d, %d, epoch %d, %v), want (%d, %d, epoch %d, %v)", tc.ts, off, rts, epoch, ok, tc.off, tc.rts, tc.epoch, tc.ok)
 		}
 	}
 	if off, ts := l.MaxTimestamp(); off != 14 || ts != 304 {
@@ -422,7 +424,7 @@ func TestOffsetForTimestampAcrossSegments(t *testing.T) {
 		mustAppend(t, l, makeBatch(t, plain(2, int64(1000+10*i))), 0)
 	}
 	for i := range 40 {
-		off, ts, ok := l.OffsetForTimestamp(int64(1000 + 10*i + 1))
+		off, ts, _, ok := l.OffsetForTimestamp(int64(1000 + 10*i + 1))
 		if !ok || off != int64(2*i+1) || ts != int64(1000+10*i+1) {
 			t.Fatalf("batch %d: (%d, %d, %v)", i, off, ts, ok)
 		}

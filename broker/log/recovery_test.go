@@ -176,7 +176,7 @@ func TestRecoverDamagedIndexes(t *testing.T) {
 		}
 	}
 	for i := range 40 {
-		off, ts, ok := l.OffsetForTimestamp(int64(1000 + 10*i + 1))
+		off, ts, _, ok := l.OffsetForTimestamp(int64(1000 + 10*i + 1))
 		if !ok || off != int64(2*i+1) || ts != int64(1000+10*i+1) {
 			t.Fatalf("timestamp lookup %d after repair: (%d, %d, %v)", i, off, ts, ok)
 		}

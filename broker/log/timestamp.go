@@ -12,12 +12,13 @@ import (
 // first record at or after the log start whose timestamp is >= ts, with that
 // record's timestamp. The segment comes from the segments' largest
 // timestamps, the batch from the time index and batch headers, and the record
-// from reading that one batch. ok is false when no record is that recent.
-func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, ok bool) {
+// from reading that one batch; epoch is that batch's partition leader epoch
+// (Kafka answers with it). ok is false when no record is that recent.
+func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, epoch int32, ok bool) {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return -1, -1, false
+		return -1, -1, -1, false
 	}
 	cur := l.logStart
 	l.mu.Unlock()
@@ -28,7 +29,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, ok bo
 		l.mu.Lock()
 		if l.closed {
 			l.mu.Unlock()
-			return -1, -1, false
+			return -1, -1, -1, false
 		}
 		i := l.segmentFor(cur)
 		s := l.segs[i]
@@ -40,7 +41,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, ok bo
 		if s.maxTs < ts {
 			l.mu.Unlock()
 			if last {
-				return -1, -1, false
+				return -1, -1, -1, false
 			}
 			cur = next
 			continue
@@ -56,43 +57,44 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset int64, timestamp int64, ok bo
 		l.mu.Unlock()
 		if err != nil {
 			l.logger.Warn("timestamp lookup", "dir", l.dir, "err", err)
-			return -1, -1, false
+			return -1, -1, -1, false
 		}
 
-		off, rts, found, err := l.searchTimestamp(f, from, size, ts, cur)
+		off, rts, epoch, found, err := l.searchTimestamp(f, from, size, ts, cur)
 		files.release()
 		if err != nil {
 			l.logger.Warn("timestamp lookup", "dir", l.dir, "err", err)
-			return -1, -1, false
+			return -1, -1, -1, false
 		}
 		if found {
-			return off, rts, true
+			return off, rts, epoch, true
 		}
 		if last {
-			return -1, -1, false
+			return -1, -1, -1, false
 		}
 		cur = next
 	}
 }
 
 // searchTimestamp scans the headers of [from, size) for the first batch that
-// holds a record at or after minOffset with timestamp >= ts.
-func (l *Log) searchTimestamp(f *os.File, from, size, ts, minOffset int64) (int64, int64, bool, error) {
+// holds a record at or after minOffset with timestamp >= ts, and returns
+// that record's offset and timestamp and the batch's leader epoch.
+func (l *Log) searchTimestamp(f *os.File, from, size, ts, minOffset int64) (int64, int64, int32, bool, error) {
 	var hb [batch.HeaderSize]byte
 	for pos := from; pos < size; {
 		h, err := readHeaderAt(f, pos, &hb)
 		if err != nil {
-			return 0, 0, false, err
+			return 0, 0, 0, false, err
 		}
 		if h.MaxTimestamp >= ts && h.LastOffset() >= minOffset {
 			off, rts, found := l.recordAtOrAfter(f, pos, h, ts, minOffset)
 			if found {
-				return off, rts, true, nil
+				return off, rts, h.PartitionLeaderEpoch, true, nil
 			}
 		}
 		pos += h.Size()
 	}
-	return 0, 0, false, nil
+	return 0, 0, 0, false, nil
 }
 
 // recordAtOrAfter finds, inside the batch h at pos, the first record at or

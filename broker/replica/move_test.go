@@ -81,7 +81,7 @@ func viewOf(t *testing.T, l *klog.Log) logView {
 	}
 	for _, b := range v.batches {
 		h, _ := batch.ParseHeader(b)
-		off, _, _ := l.OffsetForTimestamp(h.MaxTimestamp)
+		off, _, _, _ := l.OffsetForTimestamp(h.MaxTimestamp)
 		v.times = append(v.times, off)
 	}
 	return v

@@ -85,6 +85,8 @@ func TestListOffsets(t *testing.T) {
 		{"after the middle max", 1, 5001, 5, 10000},
 		{"inside a batch: first record at or after", 1, 10500, 6, 12000},
 		{"inside a batch, later record", 1, 11500, 6, 12000},
+		{"between v4, with the batch's leader epoch", 4, 1500, 1, 2000},
+		{"inside a batch v7", 7, 10500, 6, 12000},
 		{"after everything", 1, 12001, -1, -1},
 		{"max timestamp v7", 7, -3, 6, 12000},
 	}
@@ -107,6 +109,11 @@ func TestListOffsets(t *testing.T) {
 		}
 		if c.version >= 1 && c.ts >= 0 && p.Timestamp != c.stamp {
 			t.Errorf("%s (ts %d, v%d): timestamp %d, want %d", c.name, c.ts, c.version, p.Timestamp, c.stamp)
+		}
+		// From v4 a found timestamp comes with its batch's leader epoch, as
+		// Kafka answers (the topic's only epoch here is 0).
+		if c.version >= 4 && c.ts >= 0 && c.offset >= 0 && p.LeaderEpoch != 0 {
+			t.Errorf("%s (ts %d, v%d): leader epoch %d, want 0", c.name, c.ts, c.version, p.LeaderEpoch)
 		}
 		if c.ts == -3 && p.Timestamp != c.stamp {
 			t.Errorf("%s: timestamp %d, want %d", c.name, p.Timestamp, c.stamp)
