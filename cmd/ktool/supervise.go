@@ -12,6 +12,7 @@ import (
 
 	"github.com/ktoolhq/ktool/broker/config"
 	"github.com/ktoolhq/ktool/internal/supervisor"
+	"github.com/ktoolhq/ktool/plugins"
 	"github.com/ktoolhq/ktool/tools/cluster"
 	"github.com/ktoolhq/ktool/tools/cmdutil"
 )
@@ -63,7 +64,11 @@ func runSupervise(ctx context.Context, f *cmdutil.Factory, dir string, stopTimeo
 		specs = append(specs, supervisor.BrokerSpec{ID: b.ID, Props: props, LogFile: b.Log})
 	}
 	logger := slog.New(slog.NewTextHandler(f.IO.ErrOut, nil))
-	return supervisor.Run(ctx, supervisor.Options{StoreDir: filepath.Join(st.Dir, "store"), Brokers: specs, Logger: logger},
+	// The brokers resolve codecs through the plugin catalog, as `ktool broker
+	// start` does, so a codec plugin in KTOOL_PLUGIN_DIR serves them too.
+	catalog := plugins.NewCatalog(plugins.Options{Dir: pluginDir(""), Logger: logger.With("component", "plugins")})
+	defer catalog.Close()
+	return supervisor.Run(ctx, supervisor.Options{StoreDir: filepath.Join(st.Dir, "store"), Brokers: specs, Logger: logger, Codecs: catalog},
 		st.Socket, stopTimeout, func() {
 			ids := make([]string, len(specs))
 			for i, s := range specs {

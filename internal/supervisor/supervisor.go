@@ -34,6 +34,9 @@ type Options struct {
 	Brokers  []BrokerSpec
 	// Logger is the supervisor's own log (nil discards it).
 	Logger *slog.Logger
+	// Codecs resolves the brokers' compression codecs: the plugin catalog,
+	// as for `ktool broker start` (nil: the built-ins only).
+	Codecs broker.CodecSource
 }
 
 type running struct {
@@ -134,7 +137,7 @@ func (s *Supervisor) Start(ctx context.Context, id int32) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(logFile, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	b, err := broker.New(broker.Options{Config: cfg, Connector: s.store, Logger: logger})
+	b, err := broker.New(broker.Options{Config: cfg, Connector: s.store, Logger: logger, Codecs: s.opts.Codecs})
 	if err != nil {
 		logFile.Close()
 		return fmt.Errorf("broker %d: %w", id, err)

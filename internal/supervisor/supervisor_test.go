@@ -9,10 +9,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ktoolhq/ktool/internal/supervisor/control"
+	"github.com/ktoolhq/ktool/plugins/codec"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -194,4 +196,53 @@ func TestNewRejectsBadSpecs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countingCodecs counts the lookups of the built-in codecs.
+type countingCodecs struct {
+	set     *codec.Set
+	lookups atomic.Int64
+}
+
+func (c *countingCodecs) CodecByID(ctx context.Context, id int8) (codec.Codec, error) {
+	c.lookups.Add(1)
+	return c.set.CodecByID(ctx, id)
+}
+
+// TestBrokersUseTheGivenCodecs: supervised brokers resolve codecs through
+// Options.Codecs (the plugin catalog of `cluster up`), as `ktool broker
+// start` does, not through a set of their own.
+func TestBrokersUseTheGivenCodecs(t *testing.T) {
+	dir := t.TempDir()
+	bs, addrs := specs(t, dir, 1)
+	codecs := &countingCodecs{set: codec.NewSet(codec.Builtins()...)}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, Options{StoreDir: filepath.Join(dir, "store"), Brokers: bs, Codecs: codecs}, filepath.Join(dir, "s.sock"), 20*time.Second, func() { close(ready) })
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("Run ended before ready: %v", err)
+	case <-ctx.Done():
+		t.Fatal("not ready")
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ProducerBatchCompression(kgo.GzipCompression()),
+		kgo.DefaultProduceTopic("gz"), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	waitBrokers(t, kadm.NewClient(cl), []int32{0})
+	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(strings.Repeat("compressible ", 100))}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if codecs.lookups.Load() == 0 {
+		t.Fatal("a gzip batch was validated without a lookup in Options.Codecs")
+	}
+	cancel()
+	<-done
 }
