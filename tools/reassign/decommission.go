@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -105,11 +106,17 @@ func RunDecommission(ctx context.Context, o *DecommissionOptions) error {
 	}
 	w := o.Factory.IO.Out
 	if held == 0 && led == 0 {
+		if !known {
+			// A stopped broker, or a mistyped id: say which brokers there are.
+			ids := make([]string, len(rest))
+			for i, b := range rest {
+				ids[i] = fmt.Sprint(b.ID)
+			}
+			_, err := fmt.Fprintf(w, "Broker %d is not registered (brokers: %s) and holds no replicas: nothing to move.\n", o.Broker, strings.Join(ids, ", "))
+			return err
+		}
 		_, err := fmt.Fprintf(w, "Broker %d holds no replicas and leads no partitions: it is safe to stop.\n", o.Broker)
 		return err
-	}
-	if !known && held == 0 {
-		return cmdutil.Usagef("broker %d is not in the cluster", o.Broker)
 	}
 	next, err := Generate(st.Current, rest, GenerateOptions{})
 	if err != nil {

@@ -27,9 +27,11 @@ type tp struct {
 
 // Generate places every replica of cur on the target brokers and returns the
 // new assignment. Replicas stay where they are when they may: on a target
-// broker, within its share (with Rebalance), not a second replica in a rack
-// while another rack has none. New replicas go to the least-loaded broker of
-// an unused rack. The preferred leaders (first replicas) are then spread
+// broker, not a second replica in a rack while another rack has none. New
+// replicas go to the least-loaded broker of an unused rack. With Rebalance,
+// replicas then move one at a time from the fullest brokers to the emptiest
+// until the counts differ by at most one (evenOut). The preferred leaders
+// (first replicas) are then spread
 // evenly, keeping the current preferred leader where its broker has room:
 // reordering replicas moves no data.
 func Generate(cur Assignment, brokers []BrokerInfo, opts GenerateOptions) (Assignment, error) {
@@ -60,14 +62,12 @@ func Generate(cur Assignment, brokers []BrokerInfo, opts GenerateOptions) (Assig
 	slices.Sort(ids)
 
 	var parts []tp
-	total := 0
 	for t, ps := range cur {
 		for p, rs := range ps {
 			if len(rs) > len(brokers) {
 				return nil, fmt.Errorf("%s-%d has %d replicas but there are %d target brokers", t, p, len(rs), len(brokers))
 			}
 			parts = append(parts, tp{t, p})
-			total += len(rs)
 		}
 	}
 	sort.Slice(parts, func(i, j int) bool {
@@ -76,8 +76,6 @@ func Generate(cur Assignment, brokers []BrokerInfo, opts GenerateOptions) (Assig
 		}
 		return parts[i].partition < parts[j].partition
 	})
-	share := (total + len(ids) - 1) / len(ids) // the most replicas a broker should hold
-
 	// perRack is how many replicas of one partition a rack may hold: one, unless
 	// there are fewer racks than replicas.
 	perRack := func(rf int) int {
@@ -105,24 +103,6 @@ func Generate(cur Assignment, brokers []BrokerInfo, opts GenerateOptions) (Assig
 		next[k] = keep
 		for _, r := range keep {
 			count[r]++
-		}
-	}
-	if opts.Rebalance {
-		// Take replicas off brokers over their share, from the partitions where
-		// the replica is not the preferred leader first (later partitions first,
-		// so the result does not depend on map order).
-		for _, b := range ids {
-			for pass := 0; pass < 2 && count[b] > share; pass++ {
-				for i := len(parts) - 1; i >= 0 && count[b] > share; i-- {
-					k := parts[i]
-					idx := slices.Index(next[k], b)
-					if idx < 0 || (pass == 0 && idx == 0) {
-						continue
-					}
-					next[k] = slices.Delete(slices.Clone(next[k]), idx, idx+1)
-					count[b]--
-				}
-			}
 		}
 	}
 	for _, k := range parts {
@@ -156,6 +136,20 @@ func Generate(cur Assignment, brokers []BrokerInfo, opts GenerateOptions) (Assig
 			count[best]++
 		}
 	}
+	if opts.Rebalance {
+		evenOut(parts, next, ids, count, func(k tp, from, to int32) bool {
+			if !rackAware || rack[from] == rack[to] {
+				return true
+			}
+			in := 0
+			for _, r := range next[k] {
+				if rack[r] == rack[to] {
+					in++
+				}
+			}
+			return in < perRack(len(next[k]))
+		})
+	}
 
 	// Preferred leaders: keep the current one while its broker is under an even
 	// share, then even out the rest by reordering.
@@ -187,6 +181,57 @@ func Generate(cur Assignment, brokers []BrokerInfo, opts GenerateOptions) (Assig
 		}
 	}
 	return out, nil
+}
+
+// evenOut moves replicas one at a time from a broker holding the most to one
+// holding at least two fewer, until no such move is left. Each move narrows
+// the spread of the counts, so no replica moves twice and the plan moves as
+// few as an even spread needs. A move takes a replica that is not the
+// preferred leader first, from the last partitions first (the result does
+// not depend on map order), onto a broker that does not hold the partition
+// and where allowed (the racks) lets it.
+func evenOut(parts []tp, next map[tp][]int32, ids []int32, count map[int32]int, allowed func(k tp, from, to int32) bool) {
+	byLoad := slices.Clone(ids)
+	for {
+		sort.SliceStable(byLoad, func(i, j int) bool { return count[byLoad[i]] > count[byLoad[j]] })
+		moved := false
+	search:
+		for _, from := range byLoad {
+			for j := len(byLoad) - 1; j >= 0; j-- {
+				to := byLoad[j]
+				if count[from]-count[to] < 2 {
+					break
+				}
+				if moveOne(parts, next, from, to, allowed) {
+					count[from]--
+					count[to]++
+					moved = true
+					break search
+				}
+			}
+		}
+		if !moved {
+			return
+		}
+	}
+}
+
+// moveOne replaces from by to in one partition that holds from and not to.
+func moveOne(parts []tp, next map[tp][]int32, from, to int32, allowed func(k tp, from, to int32) bool) bool {
+	for pass := range 2 {
+		for i := len(parts) - 1; i >= 0; i-- {
+			k := parts[i]
+			idx := slices.Index(next[k], from)
+			if idx < 0 || (pass == 0 && idx == 0) || slices.Contains(next[k], to) || !allowed(k, from, to) {
+				continue
+			}
+			rs := slices.Clone(next[k])
+			rs[idx] = to
+			next[k] = rs
+			return true
+		}
+	}
+	return false
 }
 
 // Changes lists the partitions whose replicas (or their order) differ.

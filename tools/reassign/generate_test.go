@@ -152,3 +152,27 @@ func TestPlanFile(t *testing.T) {
 		}
 	}
 }
+
+// TestGenerateRebalanceFindsRoom: twelve partitions of RF=3 on four brokers
+// held 10, 10, 10 and 6 replicas (kfake's layout). The plan used to take a
+// replica off each full broker from partitions that broker 3 already held,
+// and put two of them back: 10, 9, 8, 9 after one move. Moves go where the
+// receiving broker holds no replica of the partition: 9 each after 3 moves.
+func TestGenerateRebalanceFindsRoom(t *testing.T) {
+	cur := Assignment{"d": {}}
+	for p := range int32(6) {
+		cur["d"][p] = []int32{0, 1, 2}
+	}
+	for p := range int32(6) {
+		cur["d"][6+p] = []int32{3, p % 3, (p + 1) % 3}
+	}
+	bs := brokers(0, 1, 2, 3)
+	next, err := Generate(cur, bs, GenerateOptions{Rebalance: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkBalanced(t, next, bs)
+	if m := Moves(cur, next); m != 3 {
+		t.Errorf("%d replicas move, want 3: %v", m, next)
+	}
+}
