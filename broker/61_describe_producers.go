@@ -6,8 +6,9 @@ package broker
 // producer id it holds, with its epoch, last sequence and timestamp, the
 // coordinator epoch of its last marker and the first offset of its open
 // transaction (-1 when none). `ktool txn abort --start-offset` finds a
-// hanging transaction's producer with it. As Kafka: a topic the principal may
-// not DESCRIBE is TOPIC_AUTHORIZATION_FAILED in each of its partitions, an
+// hanging transaction's producer with it. As Kafka's KafkaApis: a topic the
+// principal may not READ (DESCRIBE is not enough) is
+// TOPIC_AUTHORIZATION_FAILED in each of its partitions, an
 // invalid name INVALID_TOPIC_EXCEPTION, an unknown topic or partition
 // UNKNOWN_TOPIC_OR_PARTITION, a partition led elsewhere
 // NOT_LEADER_OR_FOLLOWER. A topic or partition named twice is answered once.
@@ -37,7 +38,7 @@ func handleDescribeProducers(b *Broker, rc *reqCtx, r kmsg.Request, respond func
 		rt := kmsg.NewDescribeProducersResponseTopic()
 		rt.Topic = t.Topic
 		topicErr := validateTopicName(t.Topic)
-		if topicErr == nil && !rc.allowed(b, acl.OpDescribe, acl.ResourceTopic, t.Topic) {
+		if topicErr == nil && !rc.allowed(b, acl.OpRead, acl.ResourceTopic, t.Topic) {
 			topicErr = kerr.TopicAuthorizationFailed
 		}
 		for _, id := range dedupe(parts[t.Topic], func(p int32) string { return strconv.FormatInt(int64(p), 10) }) {

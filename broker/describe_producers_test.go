@@ -117,9 +117,9 @@ func TestDescribeProducers(t *testing.T) {
 	}
 }
 
-// TestAuthorizerDescribeProducers: DescribeProducers needs DESCRIBE on the
-// topic, else each of its partitions is TOPIC_AUTHORIZATION_FAILED, whether
-// or not the topic exists.
+// TestAuthorizerDescribeProducers: DescribeProducers needs READ on the topic,
+// as Kafka's (DESCRIBE is not enough), else each of its partitions is
+// TOPIC_AUTHORIZATION_FAILED, whether or not the topic exists.
 func TestAuthorizerDescribeProducers(t *testing.T) {
 	c := newACLCluster(t, 1, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -139,10 +139,22 @@ func TestAuthorizerDescribeProducers(t *testing.T) {
 	alice := c.as("alice")
 	for _, topic := range []string{"dp-acl", "dp-missing"} {
 		if code := describe(alice, topic); code != kerr.TopicAuthorizationFailed.Code {
-			t.Fatalf("%s without DESCRIBE: %v", topic, kerr.ErrorForCode(code))
+			t.Fatalf("%s without ACLs: %v", topic, kerr.ErrorForCode(code))
 		}
 	}
 	c.allow(ctx, kadm.NewACLs().Allow("User:alice").Topics("dp-acl").ResourcePatternType(kadm.ACLPatternLiteral).Operations(kadm.OpDescribe))
+	// Once alice sees the topic in Metadata, the broker applied DESCRIBE.
+	brokertest.Eventually(t, 10*time.Second, func() error {
+		md, err := kadm.NewClient(alice).Metadata(ctx, "dp-acl")
+		if err != nil {
+			return err
+		}
+		return md.Topics["dp-acl"].Err
+	})
+	if code := describe(alice, "dp-acl"); code != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("with DESCRIBE only: %v", kerr.ErrorForCode(code))
+	}
+	c.allow(ctx, kadm.NewACLs().Allow("User:alice").Topics("dp-acl").ResourcePatternType(kadm.ACLPatternLiteral).Operations(kadm.OpRead))
 	brokertest.Eventually(t, 10*time.Second, func() error {
 		return kerr.ErrorForCode(describe(alice, "dp-acl"))
 	})

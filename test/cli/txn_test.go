@@ -151,7 +151,7 @@ func TestTxnAbortHanging(t *testing.T) {
 }
 
 // TestTxnAbortNeedsClusterAction: on a cluster with ACLs, `txn abort` needs
-// DESCRIBE on the topic (DescribeProducers) and CLUSTER_ACTION (the marker);
+// READ on the topic (DescribeProducers) and CLUSTER_ACTION (the marker);
 // refused, it fails and the transaction stays open.
 func TestTxnAbortNeedsClusterAction(t *testing.T) {
 	c := brokertest.NewCluster(t, 1, brokertest.WithProps(map[string]string{
@@ -203,9 +203,9 @@ func TestTxnAbortNeedsClusterAction(t *testing.T) {
 	}
 
 	if err := abort(); err == nil || !strings.Contains(err.Error(), "TOPIC_AUTHORIZATION_FAILED") {
-		t.Fatalf("abort without DESCRIBE on the topic: %v", err)
+		t.Fatalf("abort without READ on the topic: %v", err)
 	}
-	allow(kadm.NewACLs().Topics(topic).Operations(kadm.OpDescribe))
+	allow(kadm.NewACLs().Topics(topic).Operations(kadm.OpRead))
 	brokertest.Eventually(t, 10*time.Second, func() error {
 		if err := abort(); err == nil || !strings.Contains(err.Error(), "CLUSTER_AUTHORIZATION_FAILED") {
 			return errorf("abort without CLUSTER_ACTION: %v", err)
