@@ -86,6 +86,8 @@ func readCommitted(t *testing.T, client func(opts ...kgo.Opt) *kgo.Client, topic
 	return got
 }
 
+// committedValues is what read_committed reads of hangingTxn's records once the
+// hanging transaction is aborted; its records would come before after-0.
 var committedValues = []string{"before-0", "before-1", "before-2", "after-0", "after-1"}
 
 // An operator finds a hanging transaction by the last stable offset that
@@ -143,7 +145,7 @@ func TestTxnAbortHanging(t *testing.T) {
 				}
 				return nil
 			})
-			if got := readCommitted(t, c.Client, topic, 6); !slices.Equal(got, committedValues) {
+			if got := readCommitted(t, c.Client, topic, len(committedValues)); !slices.Equal(got, committedValues) {
 				t.Fatalf("read_committed after the abort read %v, want %v", got, committedValues)
 			}
 		})
@@ -223,7 +225,7 @@ func TestTxnAbortNeedsClusterAction(t *testing.T) {
 		}
 		return nil
 	})
-	if got := readCommitted(t, admin, topic, 6); !slices.Equal(got, committedValues) {
+	if got := readCommitted(t, admin, topic, len(committedValues)); !slices.Equal(got, committedValues) {
 		t.Fatalf("read_committed after the abort read %v, want %v", got, committedValues)
 	}
 }
