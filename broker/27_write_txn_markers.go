@@ -3,8 +3,11 @@ package broker
 // WriteTxnMarkers, key 27, v0-v1 (v1 flexible), inter-broker.
 //
 // A transaction coordinator asks the leader of each partition of a finished
-// transaction to append its COMMIT or ABORT control batch. Only brokers may
-// (CLUSTER_ACTION, as Kafka). For every partition the leader appends the
+// transaction to append its COMMIT or ABORT control batch. It needs
+// CLUSTER_ACTION, as in Kafka: brokers have it, and so may an operator's
+// principal, whose `ktool txn abort` (Kafka's Admin.abortTransaction) sends
+// an ABORT marker for a hanging transaction found with DescribeProducers
+// (61_describe_producers.go). For every partition the leader appends the
 // marker with the producer id and epoch and the coordinator epoch
 // (klog.Log.AppendMarker fences an older producer epoch with
 // INVALID_PRODUCER_EPOCH and an older coordinator epoch with

@@ -299,6 +299,38 @@ func (l *Log) TxnVerificationToken(pid int64, epoch int16) (int64, bool) {
 	return e.lastMarker, true
 }
 
+// ActiveProducer is one producer's entry in a partition's producer state, as
+// DescribeProducers (KIP-664) shows it.
+type ActiveProducer struct {
+	ProducerID    int64
+	ProducerEpoch int16
+	// LastSequence and LastTimestamp are those of the producer's newest data
+	// batch of its current epoch, -1 before one.
+	LastSequence  int32
+	LastTimestamp int64
+	// CoordinatorEpoch is that of the producer's last marker, -1 before one.
+	CoordinatorEpoch int32
+	// TxnStartOffset is the first offset of the open transaction, -1 when none is open.
+	TxnStartOffset int64
+}
+
+// ActiveProducers lists the partition's producer state, by producer id.
+func (l *Log) ActiveProducers() []ActiveProducer {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	out := make([]ActiveProducer, 0, len(l.producers.m))
+	for pid, e := range l.producers.m {
+		ap := ActiveProducer{ProducerID: pid, ProducerEpoch: e.epoch, LastSequence: -1, LastTimestamp: -1,
+			CoordinatorEpoch: e.coordEpoch, TxnStartOffset: e.txnFirst}
+		if n := len(e.batches); n > 0 {
+			ap.LastSequence, ap.LastTimestamp = e.batches[n-1].lastSeq, e.batches[n-1].maxTs
+		}
+		out = append(out, ap)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ProducerID < out[j].ProducerID })
+	return out
+}
+
 // AppendAsLeaderTxn is AppendAsLeader with the transaction rules: a producer
 // with an open transaction appends only transactional batches
 // (INVALID_TXN_STATE otherwise); with verified set, a transactional batch

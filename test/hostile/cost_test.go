@@ -112,6 +112,33 @@ func TestDescribeConfigsRepeated(t *testing.T) {
 	b.alive(t, "repeated DescribeConfigs resources")
 }
 
+// TestDescribeProducersRepeated: a DescribeProducers request naming one
+// partition a million times (100,000 times its topic) is answered once, not
+// once per name with every producer of the partition.
+func TestDescribeProducersRepeated(t *testing.T) {
+	b := startBroker(t)
+	createTopic(t, b, "t", 1, nil)
+	const producers = 20
+	for range producers {
+		produce(t, b.Client(t), "t", 1) // an idempotent client: one producer id each
+	}
+	base := b.procKB(t, "VmRSS")
+	req := kmsg.NewPtrDescribeProducersRequest()
+	for range 100_000 { // 4.5 MB on the wire
+		req.Topics = append(req.Topics, kmsg.DescribeProducersRequestTopic{Topic: "t", Partitions: []int32{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}})
+	}
+	resp, err := dialRaw(t, b.Addr()).request(req)
+	if err != nil {
+		t.Fatalf("DescribeProducers: %v", err)
+	}
+	ts := resp.(*kmsg.DescribeProducersResponse).Topics
+	if len(ts) != 1 || len(ts[0].Partitions) != 1 || len(ts[0].Partitions[0].ActiveProducers) != producers {
+		t.Errorf("answered %d topics, want 1 with one partition of %d producers", len(ts), producers)
+	}
+	b.memoryBound(t, base, rssBoundMB, "DescribeProducers naming one partition a million times")
+	b.alive(t, "repeated DescribeProducers partitions")
+}
+
 // TestHalfSentFrames: ten connections that send half of a 100 MiB Produce frame
 // and go silent pin no more than the queued.max.request.bytes budget, other
 // clients keep being served meanwhile, and connections.max.idle.ms closes them.

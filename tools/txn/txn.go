@@ -11,11 +11,12 @@ func NewCommand(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "txn",
 		Aliases: []string{"transactions"},
-		Short:   "List and describe transactions; abort a hanging transaction",
+		Short:   "List and describe transactions and a partition's producers; abort a hanging transaction",
 	}
 	cmd.AddCommand(
 		NewListCommand(f, nil),
 		NewDescribeCommand(f, nil),
+		NewDescribeProducersCommand(f, nil),
 		NewAbortCommand(f, nil),
 	)
 	return cmd

@@ -126,6 +126,22 @@ func TestAbortHangingTransaction(t *testing.T) {
 	if start <= 0 {
 		t.Fatalf("no open transaction found: %+v", ps)
 	}
+	out, errOut, code := run(t, env, NewDescribeProducersCommand(env.F, nil), "--topic", "t", "--partition", "0", "-o", "json")
+	var producers []Producer
+	if err := json.Unmarshal([]byte(out), &producers); code != 0 || err != nil {
+		t.Fatalf("describe-producers: exit %d, %v: %s%s", code, err, out, errOut)
+	}
+	// kfake lists the producers with an open transaction only.
+	if len(producers) != 1 || producers[0].CurrentTxnStartOffset != start || producers[0].Topic != "t" || producers[0].ProducerID < 0 {
+		t.Fatalf("describe-producers: %+v", producers)
+	}
+	out, _, code = run(t, env, NewDescribeProducersCommand(env.F, nil), "--topic", "t", "--partition", "0")
+	if code != 0 || !strings.Contains(out, "TXN START OFFSET") || !strings.Contains(out, " "+strconv.FormatInt(start, 10)) {
+		t.Fatalf("describe-producers table: exit %d\n%s", code, out)
+	}
+	if _, _, code := run(t, env, NewDescribeProducersCommand(env.F, nil), "--topic", "t"); code != cmdutil.ExitUsage {
+		t.Fatalf("describe-producers without --partition: exit %d", code)
+	}
 	if _, errOut, code := run(t, env, NewAbortCommand(env.F, nil), "--topic", "t", "--partition", "0", "--start-offset", "1"); code == 0 ||
 		!strings.Contains(errOut, "no open transaction starting at offset 1") {
 		t.Fatalf("abort at a wrong offset: exit %d: %s", code, errOut)
@@ -133,7 +149,7 @@ func TestAbortHangingTransaction(t *testing.T) {
 	if _, errOut, code := run(t, env, NewAbortCommand(env.F, nil), "--topic", "t", "--partition", "0"); code != cmdutil.ExitUsage {
 		t.Fatalf("abort without a transaction: exit %d: %s", code, errOut)
 	}
-	out, errOut, code := run(t, env, NewAbortCommand(env.F, nil), "--topic", "t", "--partition", "0", "--start-offset", strconv.FormatInt(start, 10), "-o", "json")
+	out, errOut, code = run(t, env, NewAbortCommand(env.F, nil), "--topic", "t", "--partition", "0", "--start-offset", strconv.FormatInt(start, 10), "-o", "json")
 	if code != 0 {
 		t.Fatalf("abort: exit %d: %s", code, errOut)
 	}
