@@ -63,8 +63,9 @@ func goKV(tag string, i int) (key, value string) {
 // checkGroupRead checks what a group consumer read of topic, into which n
 // records tagged tag were written: each record exactly once, at the offset
 // where franz-go finds it in the log, offsets rising within each partition,
-// each key on one partition and its values in the order they were sent.
-func checkGroupRead(t *testing.T, name, addrs, topic, tag string, n int, got []goRecord) {
+// each key on one partition and its values in the order they were sent; with
+// idempotent, every batch carries a producer id.
+func checkGroupRead(t *testing.T, name, addrs, topic, tag string, n int, idempotent bool, got []goRecord) {
 	t.Helper()
 	type at struct {
 		p int32
@@ -73,6 +74,9 @@ func checkGroupRead(t *testing.T, name, addrs, topic, tag string, n int, got []g
 	log := map[at]goRecord{}
 	for _, r := range fetchAll(t, addrs, topic) {
 		log[at{r.Partition, r.Offset}] = goRecord{r.Partition, r.Offset, string(r.Key), string(r.Value)}
+		if idempotent && r.ProducerID < 0 {
+			t.Fatalf("%s: %s[%d]@%d was written without a producer id", name, topic, r.Partition, r.Offset)
+		}
 	}
 	if len(log) != n {
 		t.Fatalf("%s: the log of %s holds %d records, want %d", name, topic, len(log), n)
@@ -110,7 +114,7 @@ func checkGroupRead(t *testing.T, name, addrs, topic, tag string, n int, got []g
 // topic's end offsets (franz-go reads both).
 func groupCommitted(t *testing.T, name, addrs, group, topic string) {
 	t.Helper()
-	ctx := testCtx(t, 30*time.Second)
+	ctx := testCtx(t, 40*time.Second) // outlives the polling, whose last error is the one to see
 	adm := adminClient(t, addrs)
 	ends := endOffsets(t, addrs, topic)
 	eventually(t, 30*time.Second, func() error {

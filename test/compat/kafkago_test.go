@@ -98,7 +98,7 @@ func kafkaGoRoundTrip(t *testing.T, addrs []string, refAddrs string, a goAuth, t
 	if err := r.Close(); err != nil {
 		t.Fatalf("%s: close reader: %v", name, err)
 	}
-	checkGroupRead(t, name, refAddrs, topic, a.String(), n, got)
+	checkGroupRead(t, name, refAddrs, topic, a.String(), n, false, got)
 }
 
 // TestKafkaGo: segmentio/kafka-go on a three-broker ZooKeeper cluster: an

@@ -173,7 +173,7 @@ func saramaRoundTrip(t *testing.T, addrs []string, refAddrs string, a goAuth, to
 		t.Fatalf("%s: a record past the %d written: %+v", name, n, rec)
 	default:
 	}
-	checkGroupRead(t, name, refAddrs, topic, a.String(), n, got)
+	checkGroupRead(t, name, refAddrs, topic, a.String(), n, true, got)
 }
 
 // TestSarama: on a three-broker ZooKeeper cluster, sarama's ClusterAdmin
@@ -248,7 +248,7 @@ func TestSarama(t *testing.T) {
 		}
 	}
 	g.stop()
-	checkGroupRead(t, "sarama", c.Addrs(), topic, "plain", n, got)
+	checkGroupRead(t, "sarama", c.Addrs(), topic, "plain", n, true, got)
 
 	saramaTransactions(t, c, addrs)
 }
