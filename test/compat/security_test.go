@@ -342,8 +342,8 @@ func TestSCRAMBetweenBrokers(t *testing.T) {
 // with SCRAM-SHA-256 and -512; after passwd the old password is refused and
 // the new one accepted; after deleting one mechanism only the other logs in,
 // and after deleting the user neither does, and the user is no longer listed.
-// The broker learns of each change through its credential cache, so every
-// check polls to a deadline.
+// A Kafka broker applies a change when it sees the /config/changes
+// notification, so every check polls to a deadline.
 func TestUserCreatePasswdDelete(t *testing.T) {
 	s := startSecure(t)
 	bin, err := ktool()
