@@ -182,8 +182,9 @@ func saramaRoundTrip(t *testing.T, addrs []string, refAddrs string, a goAuth, to
 // reads every record back in order and commits; ListConsumerGroups,
 // DescribeConsumerGroups (with the member's decoded assignment) and
 // ListConsumerGroupOffsets see the group; a transactional producer commits,
-// aborts and commits, and read_committed and read_uncommitted consumers read
-// exactly what each should.
+// aborts and commits, with a group's offsets in the first two (only the
+// committed ones count), and read_committed and read_uncommitted consumers
+// read exactly what each should.
 func TestSarama(t *testing.T) {
 	c := startCluster(t, 3)
 	addrs := strings.Split(c.Addrs(), ",")
@@ -254,8 +255,10 @@ func TestSarama(t *testing.T) {
 }
 
 // saramaTransactions: a transactional producer commits c1, aborts a1 and
-// commits c2 on one partition; sarama's read_committed consumer reads c1 and
-// c2, read_uncommitted all three, in order.
+// commits c2 on one partition, c1 and a1 with offsets of a group
+// (AddOffsetsToTxn, then TxnOffsetCommit as sarama commits): the group has
+// c1's, not a1's; sarama's read_committed
+// consumer reads c1 and c2, read_uncommitted all three, in order.
 func saramaTransactions(t *testing.T, c *cluster, addrs []string) {
 	t.Helper()
 	const topic, n = "sarama-txn", 20
@@ -268,10 +271,12 @@ func saramaTransactions(t *testing.T, c *cluster, addrs []string) {
 		t.Fatalf("transactional producer: %v", err)
 	}
 	defer p.Close()
+	const group = "sarama-txn-group"
 	for _, tx := range []struct {
 		tag    string
 		commit bool
-	}{{"c1", true}, {"a1", false}, {"c2", true}} {
+		offset int64 // of group's input partition, committed in the transaction; 0 for none
+	}{{"c1", true, 5}, {"a1", false, 9}, {"c2", true, 0}} {
 		if err := p.BeginTxn(); err != nil {
 			t.Fatalf("BeginTxn %s: %v", tx.tag, err)
 		}
@@ -282,6 +287,14 @@ func saramaTransactions(t *testing.T, c *cluster, addrs []string) {
 		if err := p.SendMessages(msgs); err != nil {
 			t.Fatalf("send %s: %v", tx.tag, err)
 		}
+		if tx.offset > 0 {
+			// AddOffsetsToTxn and TxnOffsetCommit, as a consume-transform-produce
+			// loop sends the offsets of its input.
+			offs := map[string][]*sarama.PartitionOffsetMetadata{"sarama": {{Partition: 0, Offset: tx.offset, LeaderEpoch: -1}}}
+			if err := p.AddOffsetsToTxn(offs, group); err != nil {
+				t.Fatalf("AddOffsetsToTxn %s: %v", tx.tag, err)
+			}
+		}
 		end := p.CommitTxn
 		if !tx.commit {
 			end = p.AbortTxn
@@ -290,6 +303,18 @@ func saramaTransactions(t *testing.T, c *cluster, addrs []string) {
 			t.Fatalf("end transaction %s (commit %v): %v", tx.tag, tx.commit, err)
 		}
 	}
+	// The group has the committed transaction's offset, not the aborted one's
+	// (sarama sends a transaction's offsets only when it commits it).
+	eventually(t, 30*time.Second, func() error {
+		resp, err := adminClient(t, c.Addrs()).FetchOffsets(testCtx(t, 10*time.Second), group)
+		if err != nil {
+			return err
+		}
+		if o, ok := resp.Lookup("sarama", 0); !ok || o.Err != nil || o.At != 5 {
+			return fmt.Errorf("group %s committed sarama[0] at %+v, want 5 (from the committed transaction)", group, o)
+		}
+		return nil
+	})
 	for _, tc := range []struct {
 		isolation sarama.IsolationLevel
 		want      []string
