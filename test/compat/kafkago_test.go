@@ -101,14 +101,50 @@ func kafkaGoRoundTrip(t *testing.T, addrs []string, refAddrs string, a goAuth, t
 	checkGroupRead(t, name, refAddrs, topic, a.String(), n, false, got)
 }
 
-// TestKafkaGo: segmentio/kafka-go on a three-broker ZooKeeper cluster: an
-// acks=all Writer writes 300 records to three partitions (RF=3) and a Reader
-// in a consumer group reads every record back in order and commits each.
+// TestKafkaGo: segmentio/kafka-go on a three-broker ZooKeeper cluster: its
+// Client creates a topic (three partitions, RF=3; TOPIC_ALREADY_EXISTS the
+// second time) and reads it in Metadata; an acks=all Writer writes 300
+// records and a Reader in a consumer group reads every record back in order
+// and commits each; ListGroups (kafka-go asks every broker) lists the group
+// once, and DescribeGroups finds it Empty after the reader left.
 func TestKafkaGo(t *testing.T) {
 	c := startCluster(t, 3)
-	createTopic(t, c.Addrs(), "kafka-go", 3, 3, nil)
-	topicOnEveryBroker(t, c, "kafka-go", 3)
-	kafkaGoRoundTrip(t, strings.Split(c.Addrs(), ","), c.Addrs(), goAuth{}, "kafka-go", 300)
+	ctx := testCtx(t, 90*time.Second)
+	addrs := strings.Split(c.Addrs(), ",")
+	const topic, group = "kafka-go", "kafka-go-group"
+	cl := &kafka.Client{Addr: kafka.TCP(addrs...), Timeout: 10 * time.Second}
+	for i, want := range []error{nil, kafka.TopicAlreadyExists} {
+		resp, err := cl.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: topic, NumPartitions: 3, ReplicationFactor: 3}}})
+		if err != nil || !errors.Is(resp.Errors[topic], want) {
+			t.Fatalf("CreateTopics #%d: %v %v, want %v", i+1, err, resp, want)
+		}
+	}
+	topicOnEveryBroker(t, c, topic, 3)
+	md, err := cl.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil || len(md.Brokers) != 3 || len(md.Topics) != 1 || len(md.Topics[0].Partitions) != 3 {
+		t.Fatalf("Metadata: %v %+v", err, md)
+	}
+	for _, p := range md.Topics[0].Partitions {
+		if p.Error != nil || len(p.Replicas) != 3 || len(p.Isr) != 3 || c.broker(int32(p.Leader.ID)) == nil {
+			t.Fatalf("Metadata: partition %+v", p)
+		}
+	}
+
+	kafkaGoRoundTrip(t, addrs, c.Addrs(), goAuth{}, topic, 300)
+
+	// kafka-go asks every broker and joins the answers: the group is listed
+	// once, by its coordinator.
+	lg, err := cl.ListGroups(ctx, &kafka.ListGroupsRequest{})
+	if err != nil || lg.Error != nil || len(lg.Groups) != 1 {
+		t.Fatalf("ListGroups: %v %+v", err, lg)
+	}
+	if g := lg.Groups[0]; g.GroupID != group || g.ProtocolType != "consumer" || c.broker(int32(g.Coordinator)) == nil {
+		t.Fatalf("ListGroups: %+v", g)
+	}
+	desc, err := cl.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
+	if err != nil || len(desc.Groups) != 1 || desc.Groups[0].Error != nil || desc.Groups[0].GroupState != "Empty" {
+		t.Fatalf("DescribeGroups: %v %+v", err, desc)
+	}
 }
 
 // TestKafkaGoSASL: kafka-go's Writer and group Reader over SASL_SSL with
