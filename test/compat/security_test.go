@@ -336,3 +336,90 @@ func TestSCRAMBetweenBrokers(t *testing.T) {
 		return nil
 	})
 }
+
+// TestUserCreatePasswdDelete: `ktool user create`, `passwd` and `delete`, run
+// over SASL_SSL as a PLAIN admin, against a SCRAM broker: the new user logs in
+// with SCRAM-SHA-256 and -512; after passwd the old password is refused and
+// the new one accepted; after deleting one mechanism only the other logs in,
+// and after deleting the user neither does, and the user is no longer listed.
+// A Kafka broker applies a change when it sees the /config/changes
+// notification, so every check polls to a deadline.
+func TestUserCreatePasswdDelete(t *testing.T) {
+	s := startSecure(t)
+	bin, err := ktool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testCtx(t, 2*time.Minute)
+	secret := func(name, pass string) string {
+		p := filepath.Join(s.dir, name)
+		if err := os.WriteFile(p, []byte(pass+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	admin := []string{"--brokers", s.saslSSL, "--tls-ca", s.caFile, "--sasl-mechanism", "PLAIN", "--sasl-user", "alice", "--sasl-password-file", secret("alice.pw", "alice-secret")}
+	oldPw, newPw := secret("erin-old.pw", "erin-old"), secret("erin-new.pw", "erin-new")
+	// login runs a command as erin: nil if it succeeded, an error saying so
+	// if the broker refused her, any other failure ends the test.
+	login := func(mech, pwFile string) error {
+		args := []string{"--brokers", s.saslSSL, "--tls-ca", s.caFile, "--sasl-mechanism", mech, "--sasl-user", "erin", "--sasl-password-file", pwFile, "--timeout", "5s", "topic", "list"}
+		_, stderr, err := runErr(ctx, nil, bin, args...)
+		switch {
+		case err == nil:
+			return nil
+		case strings.Contains(string(stderr), "SASL_AUTHENTICATION_FAILED"):
+			return errRefused
+		}
+		t.Fatalf("erin %s with %s: %v\n%s", mech, filepath.Base(pwFile), err, tail(string(stderr), 10))
+		return nil
+	}
+	// expect polls until each mechanism's login with pwFile succeeds (ok) or
+	// is refused (!ok).
+	expect := func(what, pwFile string, ok bool, mechs ...string) {
+		t.Helper()
+		for _, m := range mechs {
+			eventually(t, 20*time.Second, func() error {
+				switch err := login(m, pwFile); {
+				case ok && err != nil:
+					return fmt.Errorf("%s: erin %s with %s: %v", what, m, filepath.Base(pwFile), err)
+				case !ok && err == nil:
+					return fmt.Errorf("%s: erin %s with %s logged in", what, m, filepath.Base(pwFile))
+				}
+				return nil
+			})
+		}
+	}
+	both := []string{"SCRAM-SHA-256", "SCRAM-SHA-512"}
+
+	expect("before create", oldPw, false, both...)
+	run(ctx, t, nil, bin, append(admin, "user", "create", "erin", "--password-file", oldPw)...)
+	if _, _, err := runErr(ctx, nil, bin, append(admin, "user", "create", "erin", "--password-file", newPw)...); err == nil {
+		t.Fatal("user create of an existing user succeeded")
+	}
+	expect("after create", oldPw, true, both...)
+	expect("after create", newPw, false, both...)
+
+	runEnv(ctx, t, []string{"KTOOL_USER_PASSWORD=erin-new"}, bin, append(admin, "user", "passwd", "erin")...)
+	expect("after passwd", oldPw, false, both...)
+	expect("after passwd", newPw, true, both...)
+
+	run(ctx, t, nil, bin, append(admin, "user", "delete", "erin", "--mechanism", "SCRAM-SHA-256")...)
+	expect("after deleting SCRAM-SHA-256", newPw, false, "SCRAM-SHA-256")
+	expect("after deleting SCRAM-SHA-256", newPw, true, "SCRAM-SHA-512")
+	if out := run(ctx, t, nil, bin, append(admin, "user", "list", "erin", "-o", "json")...); strings.Contains(string(out), "SCRAM-SHA-256") || !strings.Contains(string(out), "SCRAM-SHA-512") {
+		t.Fatalf("user list after deleting SCRAM-SHA-256: %s", out)
+	}
+
+	run(ctx, t, nil, bin, append(admin, "user", "delete", "erin")...)
+	expect("after delete", newPw, false, both...)
+	if out := run(ctx, t, nil, bin, append(admin, "user", "list", "-o", "json")...); strings.Contains(string(out), "erin") {
+		t.Fatalf("user list after delete: %s", out)
+	}
+	if _, stderr, err := runEnvErr(ctx, []string{"KTOOL_USER_PASSWORD=erin-new"}, nil, bin, append(admin, "user", "passwd", "erin")...); err == nil || !strings.Contains(string(stderr), "no SCRAM credential") {
+		t.Fatalf("user passwd of a deleted user: %v\n%s", err, stderr)
+	}
+}
+
+// errRefused is a login the broker refused (SASL_AUTHENTICATION_FAILED).
+var errRefused = errors.New("SASL_AUTHENTICATION_FAILED")
