@@ -243,6 +243,14 @@ func TestAuthorizerSweepEveryAPI(t *testing.T) {
 	e := &sweepEnv{ctx: ctx, c: c, admin: admin, topicID: md.Topics[sweepTopic].ID,
 		alice: c.as("alice"), alice28: c.as("alice", kgo.MaxVersions(kversion.V2_8_0()))}
 	dirs[0].EachPartition(func(p kadm.DescribedLogDirPartition) { e.logDir = p.Dir })
+	// The commit marker is written after EndTransaction returns: wait for it
+	// (3 records, the transaction's, its marker).
+	brokertest.Eventually(t, 10*time.Second, func() error {
+		if _, end := e.offsets(t); end != 5 {
+			return fmt.Errorf("end offset %d, want 5", end)
+		}
+		return nil
+	})
 
 	av := e.ask(t, kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse)
 	var keys []int16
