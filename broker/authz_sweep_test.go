@@ -39,6 +39,7 @@ type sweepEnv struct {
 	alice   *kgo.Client
 	alice28 *kgo.Client // alice with Kafka 2.8's versions
 	admin   *kadm.Client
+	adminCl *kgo.Client
 	topicID [16]byte
 	logDir  string
 }
@@ -102,11 +103,14 @@ func (e *sweepEnv) offsets(t *testing.T) (start, end int64) {
 
 func (e *sweepEnv) partition(t *testing.T) (partitions int, leader, epoch int32) {
 	t.Helper()
-	md, err := e.admin.Metadata(e.ctx, sweepTopic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	td := md.Topics[sweepTopic]
+	// Asked of the broker itself: the client's cached metadata would hide
+	// a change for seconds.
+	req := kmsg.NewPtrMetadataRequest()
+	mt := kmsg.NewMetadataRequestTopic()
+	mt.Topic = kmsg.StringPtr(sweepTopic)
+	req.Topics = append(req.Topics, mt)
+	resp := e.askWith(t, e.adminCl, req).(*kmsg.MetadataResponse)
+	td := resp.Topics[0]
 	p := td.Partitions[0]
 	return len(td.Partitions), p.Leader, p.LeaderEpoch
 }
@@ -161,11 +165,9 @@ func (e *sweepEnv) state(t *testing.T) sweepState {
 	s.partitions, s.leader, s.epoch = e.partition(t)
 	s.committed = e.committed(t)
 	s.retention = e.retention(t)
-	md, err := e.admin.Metadata(e.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.topics = len(md.Topics)
+	all := kmsg.NewPtrMetadataRequest()
+	all.Topics = nil
+	s.topics = len(e.askWith(t, e.adminCl, all).(*kmsg.MetadataResponse).Topics)
 	acls, err := e.admin.DescribeACLs(e.ctx, kadm.NewACLs().AnyResource().Allow().AllowHosts().Deny().DenyHosts().Operations(kadm.OpAny).ResourcePatternType(kadm.ACLPatternAny))
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +242,7 @@ func TestAuthorizerSweepEveryAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &sweepEnv{ctx: ctx, c: c, admin: admin, topicID: md.Topics[sweepTopic].ID,
+	e := &sweepEnv{ctx: ctx, c: c, admin: admin, adminCl: adminCl, topicID: md.Topics[sweepTopic].ID,
 		alice: c.as("alice"), alice28: c.as("alice", kgo.MaxVersions(kversion.V2_8_0()))}
 	dirs[0].EachPartition(func(p kadm.DescribedLogDirPartition) { e.logDir = p.Dir })
 	// The commit marker is written after EndTransaction returns: wait for it
