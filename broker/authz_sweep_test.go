@@ -400,13 +400,21 @@ func describeLogDirsReq() *kmsg.DescribeLogDirsRequest { return kmsg.NewPtrDescr
 // raw requests, and returns the two answers' error codes.
 func saslExchange(t *testing.T, addr, user string) (handshake, authenticate int16) {
 	t.Helper()
+	conn, _, handshake, authenticate := saslConn(t, addr, user)
+	conn.Close()
+	return handshake, authenticate
+}
+
+// saslConn is a connection authenticated as user with raw requests, for the
+// requests a client library will not send.
+func saslConn(t *testing.T, addr, user string) (conn net.Conn, r *bufio.Reader, handshake, authenticate int16) {
+	t.Helper()
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	r := bufio.NewReader(conn)
+	r = bufio.NewReader(conn)
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.SetVersion(1)
 	hs.Mechanism = "PLAIN"
@@ -421,10 +429,11 @@ func saslExchange(t *testing.T, addr, user string) (handshake, authenticate int1
 	ar := kmsg.NewPtrSASLAuthenticateResponse()
 	ar.SetVersion(1)
 	readRaw(t, r, ar)
-	return hr.ErrorCode, ar.ErrorCode
+	return conn, r, hr.ErrorCode, ar.ErrorCode
 }
 
-// readRaw reads one answer with a v0 response header into resp.
+// readRaw reads one answer into resp, skipping the response header (v1, with
+// its empty tagged fields, for a flexible resp).
 func readRaw(t *testing.T, r *bufio.Reader, resp kmsg.Response) {
 	t.Helper()
 	var size [4]byte
@@ -435,7 +444,27 @@ func readRaw(t *testing.T, r *bufio.Reader, resp kmsg.Response) {
 	if _, err := io.ReadFull(r, body); err != nil {
 		t.Fatal(err)
 	}
-	if err := resp.ReadFrom(body[4:]); err != nil {
+	skip := 4
+	if resp.IsFlexible() {
+		skip++
+	}
+	if err := resp.ReadFrom(body[skip:]); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rawFlexibleRequest writes req, a flexible version, with a v2 request header.
+func rawFlexibleRequest(t *testing.T, conn net.Conn, req kmsg.Request) {
+	t.Helper()
+	buf := make([]byte, 4, 64)
+	buf = binary.BigEndian.AppendUint16(buf, uint16(req.Key()))
+	buf = binary.BigEndian.AppendUint16(buf, uint16(req.GetVersion()))
+	buf = binary.BigEndian.AppendUint32(buf, 2)
+	buf = binary.BigEndian.AppendUint16(buf, 1)
+	buf = append(buf, 'x', 0)
+	buf = req.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	if _, err := conn.Write(buf); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -734,6 +763,25 @@ var sweepRows = map[int16]sweepRow{
 		req.Topics = append(req.Topics, rt)
 		resp := e.ask(t, req).(*kmsg.AddPartitionsToTxnResponse)
 		wantCode(t, "partition", resp.Topics[0].Partitions[0].ErrorCode, errTxnAuth)
+		// v4, not advertised, is for brokers: CLUSTER_ACTION.
+		conn, r, _, _ := saslConn(t, e.c.Broker(0).Addr(), "alice")
+		defer conn.Close()
+		v4 := kmsg.NewPtrAddPartitionsToTxnRequest()
+		v4.SetVersion(4)
+		tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = sweepTxn, 1, 0, true
+		tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		tt.Topic, tt.Partitions = sweepTopic, []int32{0}
+		tx.Topics = append(tx.Topics, tt)
+		v4.Transactions = append(v4.Transactions, tx)
+		rawFlexibleRequest(t, conn, v4)
+		v4resp := kmsg.NewPtrAddPartitionsToTxnResponse()
+		v4resp.SetVersion(4)
+		readRaw(t, r, v4resp)
+		wantCode(t, "v4", v4resp.ErrorCode, errClusterAuth)
+		if len(v4resp.Transactions) != 0 {
+			t.Errorf("v4 transactions answered: %+v", v4resp.Transactions)
+		}
 	}},
 	25: {refused: func(t *testing.T, e *sweepEnv) {
 		req := kmsg.NewPtrAddOffsetsToTxnRequest()
