@@ -697,13 +697,27 @@ var sweepRows = map[int16]sweepRow{
 			t.Error("no keys listed")
 		}
 	}},
+	// From v5 the answer carries the new topic's configs, which need
+	// DESCRIBE_CONFIGS on it: without, TOPIC_AUTHORIZATION_FAILED in
+	// topic_config_error_code and no config, whether the topic was created or not.
 	19: {refused: func(t *testing.T, e *sweepEnv) {
-		rt := e.ask(t, createTopicsReq()).(*kmsg.CreateTopicsResponse).Topics[0]
+		req := createTopicsReq()
+		rt := e.ask(t, req).(*kmsg.CreateTopicsResponse).Topics[0]
 		wantCode(t, rt.Topic, rt.ErrorCode, errTopicAuth)
+		if req.GetVersion() >= 5 {
+			wantCode(t, "configs", rt.ConfigErrorCode, errTopicAuth)
+		}
 	}, granted: func(t *testing.T, e *sweepEnv) {
 		e.allowAlice(kadm.NewACLs().Topics("alice-new").Operations(kadm.OpCreate))
-		rt := e.ask(t, createTopicsReq()).(*kmsg.CreateTopicsResponse).Topics[0]
+		req := createTopicsReq()
+		rt := e.ask(t, req).(*kmsg.CreateTopicsResponse).Topics[0]
 		wantCode(t, rt.Topic, rt.ErrorCode, nil)
+		if req.GetVersion() >= 5 {
+			wantCode(t, "configs", rt.ConfigErrorCode, errTopicAuth)
+			if len(rt.Configs) != 0 {
+				t.Errorf("%d configs answered without DESCRIBE_CONFIGS", len(rt.Configs))
+			}
+		}
 	}},
 	20: {refused: func(t *testing.T, e *sweepEnv) {
 		req := kmsg.NewPtrDeleteTopicsRequest()
