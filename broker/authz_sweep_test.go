@@ -44,7 +44,10 @@ type sweepEnv struct {
 	logDir  string
 }
 
-const sweepTopic, sweepGroup, sweepTxn = "t", "g", "tx"
+const (
+	sweepTopic, sweepGroup, sweepTxn = "t", "g", "tx"
+	sweepOpenTxn, sweepHidden        = "tx-open", "t-hidden"
+)
 
 // ask sends req as alice to broker 0, whatever the key.
 func (e *sweepEnv) ask(t *testing.T, req kmsg.Request) kmsg.Response {
@@ -232,6 +235,18 @@ func TestAuthorizerSweepEveryAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := txc.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	// And one left open on a topic of its own, whose name DescribeTransactions
+	// must hide from a principal that may not DESCRIBE it.
+	if _, err := admin.CreateTopic(ctx, 1, 1, nil, sweepHidden); err != nil {
+		t.Fatal(err)
+	}
+	open := c.as("admin", kgo.TransactionalID(sweepOpenTxn))
+	if err := open.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := produceErr(ctx, open, sweepHidden); err != nil {
 		t.Fatal(err)
 	}
 	md, err := admin.Metadata(ctx, sweepTopic)
@@ -1053,11 +1068,30 @@ var sweepRows = map[int16]sweepRow{
 	}},
 	65: {refused: func(t *testing.T, e *sweepEnv) {
 		req := kmsg.NewPtrDescribeTransactionsRequest()
-		req.TransactionalIDs = []string{sweepTxn}
-		st := e.ask(t, req).(*kmsg.DescribeTransactionsResponse).TransactionStates[0]
-		wantCode(t, sweepTxn, st.ErrorCode, errTxnAuth)
-		if len(st.Topics) != 0 {
-			t.Errorf("topics answered: %+v", st.Topics)
+		req.TransactionalIDs = []string{sweepTxn, sweepOpenTxn}
+		for _, st := range e.ask(t, req).(*kmsg.DescribeTransactionsResponse).TransactionStates {
+			wantCode(t, st.TransactionalID, st.ErrorCode, errTxnAuth)
+			if len(st.Topics) != 0 {
+				t.Errorf("%s: topics answered: %+v", st.TransactionalID, st.Topics)
+			}
+		}
+	}, granted: func(t *testing.T, e *sweepEnv) {
+		// DESCRIBE on the transactional id shows the transaction, and only
+		// the topics the principal may DESCRIBE.
+		e.allowAlice(kadm.NewACLs().TransactionalIDs(sweepOpenTxn).Operations(kadm.OpDescribe))
+		describe := func() kmsg.DescribeTransactionsResponseTransactionState {
+			req := kmsg.NewPtrDescribeTransactionsRequest()
+			req.TransactionalIDs = []string{sweepOpenTxn}
+			return e.ask(t, req).(*kmsg.DescribeTransactionsResponse).TransactionStates[0]
+		}
+		st := describe()
+		wantCode(t, sweepOpenTxn, st.ErrorCode, nil)
+		if st.State != "Ongoing" || len(st.Topics) != 0 {
+			t.Errorf("without DESCRIBE on %s: state %s, topics %+v", sweepHidden, st.State, st.Topics)
+		}
+		e.allowAlice(kadm.NewACLs().Topics(sweepHidden).Operations(kadm.OpDescribe))
+		if st = describe(); len(st.Topics) != 1 || st.Topics[0].Topic != sweepHidden {
+			t.Errorf("with DESCRIBE on %s: topics %+v", sweepHidden, st.Topics)
 		}
 	}},
 	66: {refused: func(t *testing.T, e *sweepEnv) {
@@ -1067,8 +1101,14 @@ var sweepRows = map[int16]sweepRow{
 			t.Errorf("transactions listed: %+v", resp.TransactionStates)
 		}
 		all, err := e.admin.ListTransactions(e.ctx, nil, nil)
-		if err != nil || len(all) != 1 {
-			t.Errorf("admin lists %v %v, want the one transaction", all, err)
+		if err != nil || len(all) != 2 {
+			t.Errorf("admin lists %v %v, want the two transactions", all, err)
+		}
+	}, granted: func(t *testing.T, e *sweepEnv) {
+		e.allowAlice(kadm.NewACLs().TransactionalIDs(sweepOpenTxn).Operations(kadm.OpDescribe))
+		resp := e.ask(t, kmsg.NewPtrListTransactionsRequest()).(*kmsg.ListTransactionsResponse)
+		if len(resp.TransactionStates) != 1 || resp.TransactionStates[0].TransactionalID != sweepOpenTxn {
+			t.Errorf("transactions listed: %+v, want %s alone", resp.TransactionStates, sweepOpenTxn)
 		}
 	}},
 }
