@@ -340,6 +340,19 @@ func listOffsetsReq() *kmsg.ListOffsetsRequest {
 	return req
 }
 
+func describeConfigsReq() *kmsg.DescribeConfigsRequest {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	for _, r := range []struct {
+		typ  kmsg.ConfigResourceType
+		name string
+	}{{kmsg.ConfigResourceTypeTopic, sweepTopic}, {kmsg.ConfigResourceTypeBroker, "0"}, {kmsg.ConfigResourceTypeBrokerLogger, "0"}} {
+		rr := kmsg.NewDescribeConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = r.typ, r.name
+		req.Resources = append(req.Resources, rr)
+	}
+	return req
+}
+
 func offsetCommitReq() *kmsg.OffsetCommitRequest {
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group, req.Generation = sweepGroup, -1
@@ -584,6 +597,40 @@ var sweepRows = map[int16]sweepRow{
 				t.Errorf("%s: partitions answered", *rt.Topic)
 			}
 		}
+	}, granted: func(t *testing.T, e *sweepEnv) {
+		// DESCRIBE on t (granted above) lists t alone. A missing topic named
+		// is auto-created with DESCRIBE and CREATE on it: CREATE alone is
+		// refused, as Kafka checks DESCRIBE first.
+		all := kmsg.NewPtrMetadataRequest()
+		all.Topics = nil
+		var names []string
+		for _, rt := range e.ask(t, all).(*kmsg.MetadataResponse).Topics {
+			names = append(names, *rt.Topic)
+		}
+		if fmt.Sprint(names) != "["+sweepTopic+"]" {
+			t.Errorf("all topics: %v, want [%s]", names, sweepTopic)
+		}
+		named := kmsg.NewPtrMetadataRequest()
+		named.AllowAutoTopicCreation = true
+		mt := kmsg.NewMetadataRequestTopic()
+		mt.Topic = kmsg.StringPtr("alice-auto")
+		named.Topics = append(named.Topics, mt)
+		e.allowAlice(kadm.NewACLs().Topics("alice-auto").Operations(kadm.OpCreate))
+		wantCode(t, "CREATE alone", e.ask(t, named).(*kmsg.MetadataResponse).Topics[0].ErrorCode, errTopicAuth)
+		e.allowAlice(kadm.NewACLs().Topics("alice-auto").Operations(kadm.OpDescribe))
+		if code := e.ask(t, named).(*kmsg.MetadataResponse).Topics[0].ErrorCode; code == errTopicAuth.Code {
+			t.Errorf("auto-creation with DESCRIBE and CREATE: %v", kerr.ErrorForCode(code))
+		}
+		brokertest.Eventually(t, 10*time.Second, func() error {
+			all := kmsg.NewPtrMetadataRequest()
+			all.Topics = nil
+			for _, rt := range e.askWith(t, e.adminCl, all).(*kmsg.MetadataResponse).Topics {
+				if *rt.Topic == "alice-auto" {
+					return nil
+				}
+			}
+			return fmt.Errorf("alice-auto not created")
+		})
 	}},
 	4: {refused: func(t *testing.T, e *sweepEnv) {
 		req := kmsg.NewPtrLeaderAndISRRequest()
@@ -697,6 +744,19 @@ var sweepRows = map[int16]sweepRow{
 			}
 			wantCode(t, k.key, code, k.want)
 		}
+	}, granted: func(t *testing.T, e *sweepEnv) {
+		// READ on the group (granted above) implies DESCRIBE.
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorKey, req.CoordinatorKeys = sweepGroup, []string{sweepGroup}
+		resp := e.ask(t, req).(*kmsg.FindCoordinatorResponse)
+		code, node := resp.ErrorCode, resp.NodeID
+		if req.GetVersion() >= 4 {
+			code, node = resp.Coordinators[0].ErrorCode, resp.Coordinators[0].NodeID
+		}
+		wantCode(t, sweepGroup, code, nil)
+		if node != 0 {
+			t.Errorf("coordinator %d, want 0", node)
+		}
 	}},
 	11: {refused: func(t *testing.T, e *sweepEnv) {
 		req := kmsg.NewPtrJoinGroupRequest()
@@ -740,6 +800,11 @@ var sweepRows = map[int16]sweepRow{
 		wantCode(t, "top level", resp.ErrorCode, nil)
 		if len(resp.Groups) != 0 {
 			t.Errorf("groups listed: %+v", resp.Groups)
+		}
+	}, granted: func(t *testing.T, e *sweepEnv) {
+		resp := e.ask(t, kmsg.NewPtrListGroupsRequest()).(*kmsg.ListGroupsResponse)
+		if len(resp.Groups) != 1 || resp.Groups[0].Group != sweepGroup {
+			t.Errorf("groups listed: %+v, want %s (READ on it, granted above)", resp.Groups, sweepGroup)
 		}
 	}},
 	17: {refused: func(t *testing.T, e *sweepEnv) {
@@ -935,22 +1000,22 @@ var sweepRows = map[int16]sweepRow{
 		}
 	}},
 	32: {refused: func(t *testing.T, e *sweepEnv) {
-		req := kmsg.NewPtrDescribeConfigsRequest()
-		for _, r := range []struct {
-			typ  kmsg.ConfigResourceType
-			name string
-		}{{kmsg.ConfigResourceTypeTopic, sweepTopic}, {kmsg.ConfigResourceTypeBroker, "0"}, {kmsg.ConfigResourceTypeBrokerLogger, "0"}} {
-			rr := kmsg.NewDescribeConfigsRequestResource()
-			rr.ResourceType, rr.ResourceName = r.typ, r.name
-			req.Resources = append(req.Resources, rr)
-		}
-		resp := e.ask(t, req).(*kmsg.DescribeConfigsResponse)
+		resp := e.ask(t, describeConfigsReq()).(*kmsg.DescribeConfigsResponse)
 		for i, want := range []error{errTopicAuth, errClusterAuth, errClusterAuth} {
 			r := resp.Resources[i]
 			wantCode(t, fmt.Sprint(r.ResourceType, " ", r.ResourceName), r.ErrorCode, want)
 			if len(r.Configs) != 0 {
 				t.Errorf("%v %s: configs answered", r.ResourceType, r.ResourceName)
 			}
+		}
+	}, granted: func(t *testing.T, e *sweepEnv) {
+		e.allowAlice(kadm.NewACLs().Topics(sweepTopic).Operations(kadm.OpDescribeConfigs))
+		resp := e.ask(t, describeConfigsReq()).(*kmsg.DescribeConfigsResponse)
+		for i, want := range []error{nil, errClusterAuth, errClusterAuth} {
+			wantCode(t, resp.Resources[i].ResourceName, resp.Resources[i].ErrorCode, want)
+		}
+		if len(resp.Resources[0].Configs) == 0 {
+			t.Error("no config of t answered")
 		}
 	}},
 	33: {refused: func(t *testing.T, e *sweepEnv) {
