@@ -54,10 +54,16 @@ func handleCreateTopics(b *Broker, rc *reqCtx, r kmsg.Request, respond func(prot
 				}
 			}
 			var err error
+			// The configs answered from v5 need DESCRIBE_CONFIGS on the topic;
+			// without, Kafka answers TOPIC_AUTHORIZATION_FAILED in their error
+			// code, kept for a topic refused before its creation was tried.
+			configsDenied := req.GetVersion() >= 5 && !rc.allowed(b, acl.OpDescribeConfigs, acl.ResourceTopic, t.Topic)
+			dup := seen[t.Topic] > 1
+			createDenied := !clusterCreate && !rc.allowed(b, acl.OpCreate, acl.ResourceTopic, t.Topic)
 			switch {
-			case seen[t.Topic] > 1:
+			case dup:
 				err = kerr.InvalidRequest
-			case !clusterCreate && !rc.allowed(b, acl.OpCreate, acl.ResourceTopic, t.Topic):
+			case createDenied:
 				err = fmt.Errorf("%w: CREATE on the cluster or on topic %s is required", kerr.TopicAuthorizationFailed, t.Topic)
 			case b.topicExists(ctx, t.Topic):
 				// Checked before any other validation, as Kafka does: "ensure the
@@ -71,6 +77,9 @@ func handleCreateTopics(b *Broker, rc *reqCtx, r kmsg.Request, respond func(prot
 					err = b.writeTopic(ctx, spec)
 				}
 			}
+			if configsDenied && (err == nil || dup || createDenied) {
+				rt.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+			}
 			if err != nil {
 				rt.ErrorCode = errorCode(err)
 				msg := err.Error()
@@ -78,7 +87,7 @@ func handleCreateTopics(b *Broker, rc *reqCtx, r kmsg.Request, respond func(prot
 			} else {
 				rt.NumPartitions = int32(len(spec.Assignment))
 				rt.ReplicationFactor = int16(len(spec.Assignment[0]))
-				if req.GetVersion() >= 5 {
+				if req.GetVersion() >= 5 && !configsDenied {
 					rt.Configs = describeTopicConfigsForCreate(b, spec.Configs)
 				}
 				if !req.ValidateOnly {

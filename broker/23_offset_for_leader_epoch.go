@@ -60,17 +60,15 @@ func (b *Broker) leaderEpochAhead(req *kmsg.OffsetForLeaderEpochRequest) bool {
 
 func answerOffsetForLeaderEpoch(b *Broker, rc *reqCtx, req *kmsg.OffsetForLeaderEpochRequest) *kmsg.OffsetForLeaderEpochResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
-	// Authorization: a follower's question needs CLUSTER_ACTION on the
-	// cluster, a client's DESCRIBE on each topic.
-	followerDenied := req.ReplicaID >= 0 && !rc.allowedCluster(b, acl.OpClusterAction)
+	// Authorization, as Kafka's for followers and consumers alike (KIP-320):
+	// CLUSTER_ACTION on the cluster, or else DESCRIBE on each topic. The
+	// answer is the same for both and changes nothing.
+	clusterAction := rc.allowedCluster(b, acl.OpClusterAction)
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		rt.Topic = t.Topic
 		var denied error
-		switch {
-		case followerDenied:
-			denied = kerr.ClusterAuthorizationFailed
-		case req.ReplicaID < 0 && !rc.allowed(b, acl.OpDescribe, acl.ResourceTopic, t.Topic):
+		if !clusterAction && !rc.allowed(b, acl.OpDescribe, acl.ResourceTopic, t.Topic) {
 			denied = kerr.TopicAuthorizationFailed
 		}
 		for _, rp := range t.Partitions {

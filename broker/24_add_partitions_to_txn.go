@@ -5,7 +5,8 @@ package broker
 //
 // v0-v3 add partitions to the producer's transaction: TransactionalId WRITE is
 // required (else every partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
-// Topic WRITE on each topic (TOPIC_AUTHORIZATION_FAILED), the partition must
+// Topic WRITE on each topic (TOPIC_AUTHORIZATION_FAILED, always for the
+// internal topics __consumer_offsets and __transaction_state), the partition must
 // exist (UNKNOWN_TOPIC_OR_PARTITION); when any partition fails so, the others
 // are OPERATION_NOT_ATTEMPTED, as in Kafka. Then the coordinator adds them all
 // or none. PRODUCER_FENCED is INVALID_PRODUCER_EPOCH below v2.
@@ -49,7 +50,9 @@ func handleAddPartitionsToTxn(b *Broker, rc *reqCtx, r kmsg.Request, respond fun
 			switch {
 			case !txnAllowed:
 				code = kerr.TransactionalIDAuthorizationFailed.Code
-			case !rc.allowed(b, acl.OpWrite, acl.ResourceTopic, t.Topic):
+			case internalTopic(t.Topic) || !rc.allowed(b, acl.OpWrite, acl.ResourceTopic, t.Topic):
+				// The internal topics take no client's transaction, a super
+				// user's neither, as Kafka refuses them.
 				code = kerr.TopicAuthorizationFailed.Code
 			}
 			topicOK[t.Topic] = code
@@ -61,7 +64,7 @@ func handleAddPartitionsToTxn(b *Broker, rc *reqCtx, r kmsg.Request, respond fun
 			}
 			c := code
 			if c == 0 {
-				if _, ok := b.meta.partition(t.Topic, p); !ok || t.Topic == txnTopic {
+				if _, ok := b.meta.partition(t.Topic, p); !ok {
 					c = kerr.UnknownTopicOrPartition.Code
 				}
 			}

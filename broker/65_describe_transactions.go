@@ -7,6 +7,7 @@ package broker
 // principal may not DESCRIBE is TRANSACTIONAL_ID_AUTHORIZATION_FAILED, one
 // this broker does not coordinate NOT_COORDINATOR (or
 // COORDINATOR_LOAD_IN_PROGRESS), an unknown one TRANSACTIONAL_ID_NOT_FOUND.
+// The partitions listed are those of the topics the principal may DESCRIBE.
 
 import (
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -43,6 +44,10 @@ func handleDescribeTransactions(b *Broker, rc *reqCtx, r kmsg.Request, respond f
 		st.State, st.TimeoutMillis, st.StartTimestamp = d.State.String(), d.TimeoutMs, d.StartMs
 		st.ProducerID, st.ProducerEpoch = d.ProducerID, d.Epoch
 		for _, tp := range d.Partitions {
+			// Only the topics the principal may DESCRIBE, as Kafka answers.
+			if !rc.allowed(b, acl.OpDescribe, acl.ResourceTopic, tp.Topic) {
+				continue
+			}
 			if n := len(st.Topics); n > 0 && st.Topics[n-1].Topic == tp.Topic {
 				st.Topics[n-1].Partitions = append(st.Topics[n-1].Partitions, tp.Partition)
 				continue

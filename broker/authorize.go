@@ -135,14 +135,59 @@ var clusterAuthFailed = kerr.ClusterAuthorizationFailed.Code
 
 var clusterGates = map[int16]clusterGate{
 	// Inter-broker requests (CVE-2018-1288): only brokers, by CLUSTER_ACTION.
+	// LeaderAndIsr and StopReplica also refuse each partition, as Kafka's
+	// error answers for them do.
 	4: {acl.OpClusterAction, func(r kmsg.Request) kmsg.Response {
-		resp := r.ResponseKind().(*kmsg.LeaderAndISRResponse)
+		req := r.(*kmsg.LeaderAndISRRequest)
+		resp := req.ResponseKind().(*kmsg.LeaderAndISRResponse)
 		resp.ErrorCode = clusterAuthFailed
+		refuse := func(topic string, p int32) kmsg.LeaderAndISRResponseTopicPartition {
+			rp := kmsg.NewLeaderAndISRResponseTopicPartition()
+			rp.Topic, rp.Partition, rp.ErrorCode = topic, p, clusterAuthFailed
+			return rp
+		}
+		for _, p := range req.PartitionStates {
+			resp.Partitions = append(resp.Partitions, refuse(p.Topic, p.Partition))
+		}
+		for _, t := range req.TopicStates {
+			if req.GetVersion() < 5 {
+				for _, p := range t.PartitionStates {
+					resp.Partitions = append(resp.Partitions, refuse(t.Topic, p.Partition))
+				}
+				continue
+			}
+			rt := kmsg.NewLeaderAndISRResponseTopic()
+			rt.TopicID = t.TopicID
+			for _, p := range t.PartitionStates {
+				rt.Partitions = append(rt.Partitions, refuse(t.Topic, p.Partition))
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
 		return resp
 	}},
 	5: {acl.OpClusterAction, func(r kmsg.Request) kmsg.Response {
-		resp := r.ResponseKind().(*kmsg.StopReplicaResponse)
+		req := r.(*kmsg.StopReplicaRequest)
+		resp := req.ResponseKind().(*kmsg.StopReplicaResponse)
 		resp.ErrorCode = clusterAuthFailed
+		refuse := func(topic string, p int32) {
+			rp := kmsg.NewStopReplicaResponsePartition()
+			rp.Topic, rp.Partition, rp.ErrorCode = topic, p, clusterAuthFailed
+			resp.Partitions = append(resp.Partitions, rp)
+		}
+		for _, t := range req.Topics {
+			switch v := req.GetVersion(); {
+			case v == 0:
+				refuse(t.Topic, t.Partition)
+			case v < 3:
+				for _, p := range t.Partitions {
+					refuse(t.Topic, p)
+				}
+			default:
+				for _, ps := range t.PartitionStates {
+					refuse(t.Topic, ps.Partition)
+				}
+			}
+		}
 		return resp
 	}},
 	6: {acl.OpClusterAction, func(r kmsg.Request) kmsg.Response {
@@ -173,8 +218,15 @@ var clusterGates = map[int16]clusterGate{
 		}
 		return resp
 	}},
-	// DescribeLogDirs: Kafka answers an unauthorized client with no directory.
-	35: {acl.OpDescribe, func(r kmsg.Request) kmsg.Response { return r.ResponseKind() }},
+	// DescribeLogDirs: Kafka answers an unauthorized client with no directory
+	// and, from v3 (which has the field), CLUSTER_AUTHORIZATION_FAILED.
+	35: {acl.OpDescribe, func(r kmsg.Request) kmsg.Response {
+		resp := r.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+		if r.GetVersion() >= 3 {
+			resp.ErrorCode = clusterAuthFailed
+		}
+		return resp
+	}},
 	43: {acl.OpAlter, func(r kmsg.Request) kmsg.Response {
 		req := r.(*kmsg.ElectLeadersRequest)
 		resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
@@ -191,9 +243,21 @@ var clusterGates = map[int16]clusterGate{
 		}
 		return resp
 	}},
+	// AlterPartitionReassignments: the top level and each partition.
 	45: {acl.OpAlter, func(r kmsg.Request) kmsg.Response {
-		resp := r.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+		req := r.(*kmsg.AlterPartitionAssignmentsRequest)
+		resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 		resp.ErrorCode = clusterAuthFailed
+		for _, t := range req.Topics {
+			rt := kmsg.NewAlterPartitionAssignmentsResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, clusterAuthFailed
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
 		return resp
 	}},
 	46: {acl.OpDescribe, func(r kmsg.Request) kmsg.Response {
