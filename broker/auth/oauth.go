@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rsa"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -42,10 +43,18 @@ type oauthValidator interface {
 // unsecuredValidator*.
 func newOAuthValidator(s *config.ListenerSecurity) (oauthValidator, error) {
 	if s.OAuthJWKSURL != "" {
+		client := &http.Client{Timeout: 10 * time.Second}
+		if strings.HasPrefix(strings.ToLower(s.OAuthJWKSURL), "https://") {
+			cfg, err := jwksTLS(s)
+			if err != nil {
+				return nil, fmt.Errorf("sasl.oauthbearer.jwks.endpoint.url: %w", err)
+			}
+			client.Transport = &http.Transport{TLSClientConfig: cfg, Proxy: http.ProxyFromEnvironment}
+		}
 		return &jwksValidator{
 			url: s.OAuthJWKSURL, refresh: s.OAuthJWKSRefresh, audience: s.OAuthExpectedAudience,
 			issuer: s.OAuthExpectedIssuer, subClaim: or(s.OAuthSubClaim, "sub"), skew: s.OAuthClockSkew,
-			client: &http.Client{Timeout: 10 * time.Second},
+			client: client,
 		}, nil
 	}
 	v := &unsecuredValidator{principalClaim: "sub", scopeClaim: "scope"}
@@ -69,6 +78,37 @@ func newOAuthValidator(s *config.ListenerSecurity) (oauthValidator, error) {
 		}
 	}
 	return v, nil
+}
+
+// jwksTLS is the TLS configuration for an https JWKS endpoint. As Kafka's
+// JWKS client does, it reads the ssl.* options of the listener's OAUTHBEARER
+// JAAS line (ssl.truststore.*, ssl.keystore.*, ssl.enabled.protocols,
+// ssl.endpoint.identification.algorithm); without a truststore the system
+// roots verify the endpoint.
+func jwksTLS(s *config.ListenerSecurity) (*tls.Config, error) {
+	ls := &config.ListenerSecurity{EnabledProtocols: []string{"TLSv1.2", "TLSv1.3"}, EndpointIdentification: "https"}
+	if j := s.JAAS(OAuthBearer); j != "" {
+		e, err := jaas.Parse(j)
+		if err != nil {
+			return nil, err
+		}
+		for key, dst := range map[string]*string{
+			"ssl.keystore.type": &ls.KeystoreType, "ssl.keystore.location": &ls.KeystoreLocation,
+			"ssl.keystore.password": &ls.KeystorePassword, "ssl.keystore.key": &ls.KeystoreKey,
+			"ssl.keystore.certificate.chain": &ls.KeystoreCertificateChain,
+			"ssl.truststore.type":            &ls.TruststoreType, "ssl.truststore.location": &ls.TruststoreLocation,
+			"ssl.truststore.password": &ls.TruststorePassword, "ssl.truststore.certificates": &ls.TruststoreCertificates,
+			"ssl.endpoint.identification.algorithm": &ls.EndpointIdentification,
+		} {
+			if v, ok := e.Options[key]; ok {
+				*dst = v
+			}
+		}
+		if v, ok := e.Options["ssl.enabled.protocols"]; ok {
+			ls.EnabledProtocols = strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
+		}
+	}
+	return ClientTLS(ls)
 }
 
 func or(v, def string) string {
