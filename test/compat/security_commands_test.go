@@ -1,7 +1,13 @@
 package compat
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,7 +18,10 @@ import (
 // client.properties (SASL_SSL, SCRAM-SHA-512, PKCS12 truststore) against the
 // broker's SASL_SSL listener (ACLs on): each must authenticate and succeed, and the same
 // command without the file must fail to connect (franz-go sees a plaintext
-// handshake closed by a TLS listener and asks "is TLS missing?").
+// handshake closed by a TLS listener and asks "is TLS missing?"). Besides the
+// admin commands: perf produce (transactional) and perf consume, txn list and
+// describe, quota set and list, and ktool ui, whose /api/cluster must answer
+// from the secured listener.
 func TestEveryCommandOverSASLSSL(t *testing.T) {
 	bin, err := ktool()
 	if err != nil {
@@ -59,6 +68,14 @@ func TestEveryCommandOverSASLSSL(t *testing.T) {
 		{args: []string{"cluster", "health"}},
 		{args: []string{"log-dirs", "describe"}, want: "sec-all"},
 		{args: []string{"partition", "move", "--generate", "--topics", "sec-all", "--broker-list", "0"}, want: "sec-all"},
+		{args: []string{"perf", "produce", "--topic", "sec-perf", "--num-records", "300", "--record-size", "50", "--partitions", "1",
+			"--replication-factor", "1", "--transactional", "--transaction-size", "100", "--transactional-id", "sec-perf-txn", "-o", "json"},
+			want: `"transactions": 3`},
+		{args: []string{"perf", "consume", "--topic", "sec-perf", "--num-records", "300", "-o", "json"}, want: `"records": 300`},
+		{args: []string{"txn", "list"}, want: "sec-perf-txn"},
+		{args: []string{"txn", "describe", "sec-perf-txn"}, want: "CompleteCommit"},
+		{args: []string{"quota", "set", "--user", "carol", "--producer-byte-rate", "1048576"}},
+		{args: []string{"quota", "list", "--user", "carol"}, want: "1048576"},
 	} {
 		name := strings.Join(tc.args, " ")
 		withProps := append([]string{"--client-config", props}, tc.args...)
@@ -75,6 +92,81 @@ func TestEveryCommandOverSASLSSL(t *testing.T) {
 			t.Errorf("ktool %s without client.properties: %v, want a plaintext client turned away by the SASL_SSL listener:\nstdout:\n%s\nstderr:\n%s", name, err, tail(string(stdout), 10), tail(string(stderr), 10))
 		}
 	}
+
+	// ktool ui serves until stopped: its API answers the cluster page from
+	// the SASL_SSL listener; without the file the page reports the refusal.
+	status, body, stderr := uiClusterPage(ctx, t, env, bin, "--client-config", props)
+	var page struct {
+		BrokersTotal int      `json:"brokers_total"`
+		BrokersUp    int      `json:"brokers_up"`
+		Errors       []string `json:"errors"`
+	}
+	if err := json.Unmarshal(body, &page); status != http.StatusOK || err != nil || page.BrokersTotal != 1 || page.BrokersUp != 1 || len(page.Errors) > 0 {
+		t.Errorf("ktool ui with client.properties: /api/cluster answered %d %s (%v)\nstderr:\n%s", status, body, err, tail(stderr, 10))
+	}
+	status, body, stderr = uiClusterPage(ctx, t, env, bin, "--timeout", "3s")
+	if status == http.StatusOK || !strings.Contains(string(body), "is TLS missing?") || !strings.Contains(stderr, "is TLS missing?") {
+		t.Errorf("ktool ui without client.properties: /api/cluster answered %d %s, want the SASL_SSL listener's refusal\nstderr:\n%s", status, body, tail(stderr, 10))
+	}
+}
+
+// uiClusterPage runs `ktool ui` on a free loopback port, reads /api/cluster
+// once it serves, and stops it.
+func uiClusterPage(ctx context.Context, t *testing.T, env []string, bin string, args ...string) (status int, body []byte, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append(args, "ui", "--read-only", "--listen", "127.0.0.1:0")...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.WaitDelay = 5 * time.Second
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	serving := make(chan string, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+			if _, rest, ok := strings.Cut(sc.Text(), "serving http://"); ok {
+				serving <- strings.TrimSuffix(strings.Fields(rest)[0], "/")
+			}
+		}
+	}()
+	stop := func() string {
+		_ = cmd.Process.Signal(os.Interrupt)
+		<-done
+		_ = cmd.Wait()
+		return strings.Join(lines, "\n")
+	}
+	var addr string
+	select {
+	case addr = <-serving:
+	case <-done:
+		t.Fatalf("ktool ui exited before serving:\n%s", stop())
+	case <-ctx.Done():
+		t.Fatalf("ktool ui did not serve within a minute:\n%s", stop())
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/api/cluster", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET /api/cluster: %v\n%s", err, stop())
+	}
+	body, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, body, stop()
 }
 
 // TestCommandsWithClientKeystore: a client.properties holding ssl.keystore.*
