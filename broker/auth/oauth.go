@@ -283,10 +283,21 @@ type jwksValidator struct {
 	skew     time.Duration
 	client   *http.Client
 
-	mu      sync.Mutex
-	keys    map[string]any // by kid
-	fetched time.Time
+	mu        sync.Mutex
+	keys      map[string]any // by kid
+	fetched   time.Time      // the last successful fetch
+	attempted time.Time      // the last fetch, successful or not
+	lastErr   error          // of the last fetch
 }
+
+// Fetches of the JWKS are bounded so that clients, authenticated or not, cannot
+// make the broker call the endpoint at their pace: after a failed fetch the next
+// waits jwksRetry, and a kid the JWKS lacks triggers one at most every
+// unknownKidRefetch.
+const (
+	jwksRetry         = time.Second
+	unknownKidRefetch = 10 * time.Second
+)
 
 var jwtMethods = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512"}
 
@@ -320,8 +331,8 @@ func (j *jwksValidator) validate(ctx context.Context, token string) (string, err
 }
 
 // key returns the key of kid, fetching the JWKS when it is older than the
-// refresh interval, or when kid is unknown (at most every 10 s, so unknown
-// kids cannot make the broker hammer the endpoint).
+// refresh interval or when kid is unknown, within the bounds above; a failed
+// fetch keeps the keys fetched before.
 func (j *jwksValidator) key(ctx context.Context, kid string) (any, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -330,18 +341,20 @@ func (j *jwksValidator) key(ctx context.Context, kid string) (any, error) {
 		refresh = time.Hour
 	}
 	k, ok := j.keys[kid]
-	stale := time.Since(j.fetched) > refresh
-	if !ok && time.Since(j.fetched) > 10*time.Second || stale {
+	since := time.Since(j.attempted)
+	if time.Since(j.fetched) > refresh && since > jwksRetry || !ok && since > unknownKidRefetch {
+		j.attempted = time.Now()
 		keys, err := j.fetch(ctx)
-		if err != nil && j.keys == nil {
-			return nil, err
-		}
+		j.lastErr = err
 		if err == nil {
-			j.keys, j.fetched = keys, time.Now()
+			j.keys, j.fetched = keys, j.attempted
 		}
 		k, ok = j.keys[kid]
 	}
 	if !ok {
+		if j.keys == nil && j.lastErr != nil {
+			return nil, j.lastErr
+		}
 		return nil, fmt.Errorf("no key %q in the JWKS at %s", kid, j.url)
 	}
 	return k, nil
