@@ -53,7 +53,8 @@ func newPKI(t *testing.T) *pki {
 	if p.caFile, _, _, err = p.ca.WriteCA(p.dir, "changeit"); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := p.ca.Sign(certgen.Options{CommonName: "broker", Hosts: []string{"127.0.0.1", "localhost"}})
+	// Client: brokers present it to each other too.
+	srv, err := p.ca.Sign(certgen.Options{CommonName: "broker", Hosts: []string{"127.0.0.1", "localhost"}, Client: true})
 	if err != nil {
 		t.Fatal(err)
 	}

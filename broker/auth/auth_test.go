@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,8 +10,34 @@ import (
 
 	"github.com/xdg-go/scram"
 
+	"github.com/ktoolhq/ktool/broker/config"
 	"github.com/ktoolhq/ktool/internal/zkdata"
 )
+
+// TestCipherSuitesAndVersions: a cipher list without a TLS 1.3 suite holds
+// TLS to 1.2 (and is an error when only TLS 1.3 is enabled); naming a TLS 1.3
+// suite keeps TLS 1.3.
+func TestCipherSuitesAndVersions(t *testing.T) {
+	const s12, s13 = "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "TLS_AES_128_GCM_SHA256"
+	for _, tc := range []struct {
+		protocols, suites []string
+		min, max          uint16
+		err               bool
+	}{
+		{protocols: []string{"TLSv1.2", "TLSv1.3"}, min: tls.VersionTLS12, max: tls.VersionTLS13},
+		{protocols: []string{"TLSv1.2", "TLSv1.3"}, suites: []string{s12}, min: tls.VersionTLS12, max: tls.VersionTLS12},
+		{protocols: []string{"TLSv1.2", "TLSv1.3"}, suites: []string{s12, s13}, min: tls.VersionTLS12, max: tls.VersionTLS13},
+		{protocols: []string{"TLSv1.3"}, suites: []string{s12}, err: true},
+		{protocols: []string{"TLSv1.2"}, suites: []string{"TLS_RSA_WITH_RC4_128_SHA"}, err: true},
+	} {
+		cfg := &tls.Config{}
+		err := applyProtocols(&config.ListenerSecurity{EnabledProtocols: tc.protocols, CipherSuites: tc.suites}, cfg)
+		if (err != nil) != tc.err || err == nil && (cfg.MinVersion != tc.min || cfg.MaxVersion != tc.max) {
+			t.Errorf("%v %v: versions %x..%x, err %v; want %x..%x, error %v", tc.protocols, tc.suites,
+				cfg.MinVersion, cfg.MaxVersion, err, tc.min, tc.max, tc.err)
+		}
+	}
+}
 
 func TestParseListeners(t *testing.T) {
 	protos, err := ParseProtocolMap("INTERNAL:PLAINTEXT, external:SASL_SSL")

@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rsa"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -42,10 +43,18 @@ type oauthValidator interface {
 // unsecuredValidator*.
 func newOAuthValidator(s *config.ListenerSecurity) (oauthValidator, error) {
 	if s.OAuthJWKSURL != "" {
+		client := &http.Client{Timeout: 10 * time.Second}
+		if strings.HasPrefix(strings.ToLower(s.OAuthJWKSURL), "https://") {
+			cfg, err := jwksTLS(s)
+			if err != nil {
+				return nil, fmt.Errorf("sasl.oauthbearer.jwks.endpoint.url: %w", err)
+			}
+			client.Transport = &http.Transport{TLSClientConfig: cfg, Proxy: http.ProxyFromEnvironment}
+		}
 		return &jwksValidator{
 			url: s.OAuthJWKSURL, refresh: s.OAuthJWKSRefresh, audience: s.OAuthExpectedAudience,
 			issuer: s.OAuthExpectedIssuer, subClaim: or(s.OAuthSubClaim, "sub"), skew: s.OAuthClockSkew,
-			client: &http.Client{Timeout: 10 * time.Second},
+			client: client,
 		}, nil
 	}
 	v := &unsecuredValidator{principalClaim: "sub", scopeClaim: "scope"}
@@ -69,6 +78,37 @@ func newOAuthValidator(s *config.ListenerSecurity) (oauthValidator, error) {
 		}
 	}
 	return v, nil
+}
+
+// jwksTLS is the TLS configuration for an https JWKS endpoint. As Kafka's
+// JWKS client does, it reads the ssl.* options of the listener's OAUTHBEARER
+// JAAS line (ssl.truststore.*, ssl.keystore.*, ssl.enabled.protocols,
+// ssl.endpoint.identification.algorithm); without a truststore the system
+// roots verify the endpoint.
+func jwksTLS(s *config.ListenerSecurity) (*tls.Config, error) {
+	ls := &config.ListenerSecurity{EnabledProtocols: []string{"TLSv1.2", "TLSv1.3"}, EndpointIdentification: "https"}
+	if j := s.JAAS(OAuthBearer); j != "" {
+		e, err := jaas.Parse(j)
+		if err != nil {
+			return nil, err
+		}
+		for key, dst := range map[string]*string{
+			"ssl.keystore.type": &ls.KeystoreType, "ssl.keystore.location": &ls.KeystoreLocation,
+			"ssl.keystore.password": &ls.KeystorePassword, "ssl.keystore.key": &ls.KeystoreKey,
+			"ssl.keystore.certificate.chain": &ls.KeystoreCertificateChain,
+			"ssl.truststore.type":            &ls.TruststoreType, "ssl.truststore.location": &ls.TruststoreLocation,
+			"ssl.truststore.password": &ls.TruststorePassword, "ssl.truststore.certificates": &ls.TruststoreCertificates,
+			"ssl.endpoint.identification.algorithm": &ls.EndpointIdentification,
+		} {
+			if v, ok := e.Options[key]; ok {
+				*dst = v
+			}
+		}
+		if v, ok := e.Options["ssl.enabled.protocols"]; ok {
+			ls.EnabledProtocols = strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
+		}
+	}
+	return ClientTLS(ls)
 }
 
 func or(v, def string) string {
@@ -243,10 +283,21 @@ type jwksValidator struct {
 	skew     time.Duration
 	client   *http.Client
 
-	mu      sync.Mutex
-	keys    map[string]any // by kid
-	fetched time.Time
+	mu        sync.Mutex
+	keys      map[string]any // by kid
+	fetched   time.Time      // the last successful fetch
+	attempted time.Time      // the last fetch, successful or not
+	lastErr   error          // of the last fetch
 }
+
+// Fetches of the JWKS are bounded so that clients, authenticated or not, cannot
+// make the broker call the endpoint at their pace: after a failed fetch the next
+// waits jwksRetry, and a kid the JWKS lacks triggers one at most every
+// unknownKidRefetch.
+const (
+	jwksRetry         = time.Second
+	unknownKidRefetch = 10 * time.Second
+)
 
 var jwtMethods = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512"}
 
@@ -280,8 +331,8 @@ func (j *jwksValidator) validate(ctx context.Context, token string) (string, err
 }
 
 // key returns the key of kid, fetching the JWKS when it is older than the
-// refresh interval, or when kid is unknown (at most every 10 s, so unknown
-// kids cannot make the broker hammer the endpoint).
+// refresh interval or when kid is unknown, within the bounds above; a failed
+// fetch keeps the keys fetched before.
 func (j *jwksValidator) key(ctx context.Context, kid string) (any, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -290,18 +341,20 @@ func (j *jwksValidator) key(ctx context.Context, kid string) (any, error) {
 		refresh = time.Hour
 	}
 	k, ok := j.keys[kid]
-	stale := time.Since(j.fetched) > refresh
-	if !ok && time.Since(j.fetched) > 10*time.Second || stale {
+	since := time.Since(j.attempted)
+	if time.Since(j.fetched) > refresh && since > jwksRetry || !ok && since > unknownKidRefetch {
+		j.attempted = time.Now()
 		keys, err := j.fetch(ctx)
-		if err != nil && j.keys == nil {
-			return nil, err
-		}
+		j.lastErr = err
 		if err == nil {
-			j.keys, j.fetched = keys, time.Now()
+			j.keys, j.fetched = keys, j.attempted
 		}
 		k, ok = j.keys[kid]
 	}
 	if !ok {
+		if j.keys == nil && j.lastErr != nil {
+			return nil, j.lastErr
+		}
 		return nil, fmt.Errorf("no key %q in the JWKS at %s", kid, j.url)
 	}
 	return k, nil

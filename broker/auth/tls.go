@@ -42,16 +42,26 @@ func applyProtocols(s *config.ListenerSecurity, cfg *tls.Config) error {
 	for _, c := range tls.CipherSuites() {
 		known[c.Name] = c.ID
 	}
+	tls13 := false
 	for _, n := range names {
 		id, ok := known[n]
 		switch {
+		case strings.HasPrefix(n, "TLS_AES_") || strings.HasPrefix(n, "TLS_CHACHA20_"):
+			// Go cannot restrict TLS 1.3 suites: naming any allows all of them.
+			tls13 = true
 		case ok:
 			cfg.CipherSuites = append(cfg.CipherSuites, id)
-		case strings.HasPrefix(n, "TLS_AES_") || strings.HasPrefix(n, "TLS_CHACHA20_"):
-			// TLS 1.3 suites are always on in Go; naming them is harmless.
 		default:
 			return fmt.Errorf("ssl.cipher.suites: %q is unknown or insecure", n)
 		}
+	}
+	if !tls13 && cfg.MaxVersion == tls.VersionTLS13 {
+		// A list without a TLS 1.3 suite leaves TLS 1.3 no suite, as in Kafka;
+		// Go would otherwise negotiate TLS 1.3 with a suite off the list.
+		if cfg.MinVersion == tls.VersionTLS13 {
+			return errors.New("ssl.cipher.suites names no TLS 1.3 suite but ssl.enabled.protocols is TLSv1.3 only")
+		}
+		cfg.MaxVersion = tls.VersionTLS12
 	}
 	return nil
 }
