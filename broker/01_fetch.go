@@ -82,31 +82,50 @@ func handleFetch(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Re
 		}
 	}
 
-	parts, total, expands := b.readFetch(req, follower, maxBytes, denied, nil)
+	// A fetch that will probably park (its session's last one waited its
+	// max wait) registers its waiter as it reads; any other reads first,
+	// and registers only when it parks, with a second read.
+	var w *fetchWaiter
+	if req.MaxWaitMillis > 0 && fc.likelyToWait() {
+		w = &fetchWaiter{Waiter: replica.NewWaiter()}
+	}
+	parts, total, expands := b.readFetch(req, follower, maxBytes, denied, w)
 	b.expandIsrs(expands)
 	if total >= int64(req.MinBytes) || req.MaxWaitMillis <= 0 || hasError(parts) {
+		if w != nil {
+			w.unwatch()
+		}
+		fc.answeredAtMaxWait(false)
 		respond(b.fetchAnswer(rc, fc, follower, parts, total))
 		return
 	}
 	// Long poll: park until something is appended (followers) or committed (consumers)
 	// on one of the partitions, then read again.
-	releaseParts(parts)
+	watched := w != nil
+	if !watched {
+		releaseParts(parts)
+		w = &fetchWaiter{Waiter: replica.NewWaiter()}
+	}
 	go func() {
 		deadline := time.NewTimer(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 		defer deadline.Stop()
-		w := &fetchWaiter{Waiter: replica.NewWaiter()}
 		defer w.unwatch()
 		for {
-			parts, total, expands := b.readFetch(req, follower, maxBytes, denied, w)
-			b.expandIsrs(expands)
-			if total >= int64(req.MinBytes) || hasError(parts) {
-				respond(b.fetchAnswer(rc, fc, follower, parts, total))
-				return
+			if !watched {
+				parts, total, expands = b.readFetch(req, follower, maxBytes, denied, w)
+				b.expandIsrs(expands)
+				if total >= int64(req.MinBytes) || hasError(parts) {
+					fc.answeredAtMaxWait(false)
+					respond(b.fetchAnswer(rc, fc, follower, parts, total))
+					return
+				}
 			}
+			watched = false
 			select {
 			case <-w.C:
 				releaseParts(parts)
 			case <-deadline.C:
+				fc.answeredAtMaxWait(true)
 				respond(b.fetchAnswer(rc, fc, follower, parts, total))
 				return
 			case <-rc.conn.Draining():
