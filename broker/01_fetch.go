@@ -82,32 +82,50 @@ func handleFetch(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Re
 		}
 	}
 
-	parts, total, expands := b.readFetch(req, follower, maxBytes, denied)
+	// A fetch that will probably park (its session's last one waited its
+	// max wait) registers its waiter as it reads; any other reads first,
+	// and registers only when it parks, with a second read.
+	var w *fetchWaiter
+	if req.MaxWaitMillis > 0 && fc.likelyToWait() {
+		w = &fetchWaiter{Waiter: replica.NewWaiter()}
+	}
+	parts, total, expands := b.readFetch(req, follower, maxBytes, denied, w)
 	b.expandIsrs(expands)
 	if total >= int64(req.MinBytes) || req.MaxWaitMillis <= 0 || hasError(parts) {
+		if w != nil {
+			w.unwatch()
+		}
+		fc.answeredAtMaxWait(false)
 		respond(b.fetchAnswer(rc, fc, follower, parts, total))
 		return
 	}
 	// Long poll: park until something is appended (followers) or committed (consumers)
 	// on one of the partitions, then read again.
-	releaseParts(parts)
+	watched := w != nil
+	if !watched {
+		releaseParts(parts)
+		w = &fetchWaiter{Waiter: replica.NewWaiter()}
+	}
 	go func() {
 		deadline := time.NewTimer(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 		defer deadline.Stop()
-		w := replica.NewWaiter()
-		defer b.unwatchFetch(req, w)
+		defer w.unwatch()
 		for {
-			b.watchFetch(req, follower, w)
-			parts, total, expands := b.readFetch(req, follower, maxBytes, denied)
-			b.expandIsrs(expands)
-			if total >= int64(req.MinBytes) || hasError(parts) {
-				respond(b.fetchAnswer(rc, fc, follower, parts, total))
-				return
+			if !watched {
+				parts, total, expands = b.readFetch(req, follower, maxBytes, denied, w)
+				b.expandIsrs(expands)
+				if total >= int64(req.MinBytes) || hasError(parts) {
+					fc.answeredAtMaxWait(false)
+					respond(b.fetchAnswer(rc, fc, follower, parts, total))
+					return
+				}
 			}
+			watched = false
 			select {
 			case <-w.C:
 				releaseParts(parts)
 			case <-deadline.C:
+				fc.answeredAtMaxWait(true)
 				respond(b.fetchAnswer(rc, fc, follower, parts, total))
 				return
 			case <-rc.conn.Draining():
@@ -196,9 +214,32 @@ func fetchDenied(b *Broker, rc *reqCtx, req *kmsg.FetchRequest, follower bool) [
 	return denied
 }
 
-// readFetch reads every requested partition within the byte budget.
-func (b *Broker) readFetch(req *kmsg.FetchRequest, follower bool, maxBytes int32, denied []bool) ([]fetchPart, int64, []isrExpansion) {
-	var parts []fetchPart
+// fetchWaiter is the Waiter of a parked fetch and the partitions it was
+// last registered on.
+type fetchWaiter struct {
+	*replica.Waiter
+	watched []*replica.Partition
+}
+
+// unwatch removes the waiter from the partitions it was last registered on.
+func (w *fetchWaiter) unwatch() {
+	for _, p := range w.watched {
+		p.Unwatch(w.Waiter)
+	}
+	w.watched = w.watched[:0]
+}
+
+// readFetch reads every requested partition within the byte budget. With w
+// it first registers w on each partition found (its log end offset for a
+// follower, else its high watermark), just before reading it, so that
+// nothing appended after the read goes unseen: a parked fetch over 10,000
+// partitions looks each up once per read instead of once to watch and once
+// to read.
+func (b *Broker) readFetch(req *kmsg.FetchRequest, follower bool, maxBytes int32, denied []bool, w *fetchWaiter) ([]fetchPart, int64, []isrExpansion) {
+	parts := make([]fetchPart, 0, listedPartitions(req))
+	if w != nil {
+		w.watched = w.watched[:0]
+	}
 	var expands []isrExpansion
 	var total int64
 	budget := int64(maxBytes)
@@ -226,6 +267,14 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, follower bool, maxBytes int32
 				}
 				parts = append(parts, fp)
 				continue
+			}
+			if w != nil {
+				if follower {
+					p.WatchLEO(w.Waiter)
+				} else {
+					p.WatchHW(w.Waiter)
+				}
+				w.watched = append(w.watched, p)
 			}
 			fp.part = p
 			limit := min(int64(rp.PartitionMaxBytes), budget)
@@ -270,34 +319,6 @@ func (b *Broker) readFetch(req *kmsg.FetchRequest, follower bool, maxBytes int32
 func (b *Broker) expandIsrs(expands []isrExpansion) {
 	for _, e := range expands {
 		go b.replicas.ExpandIsr(e.p, e.st)
-	}
-}
-
-// watchFetch registers w on every requested partition.
-func (b *Broker) watchFetch(req *kmsg.FetchRequest, follower bool, w *replica.Waiter) {
-	for _, t := range req.Topics {
-		for _, rp := range t.Partitions {
-			p := b.replicas.Get(replica.TP{Topic: t.Topic, Partition: rp.Partition})
-			if p == nil {
-				continue
-			}
-			if follower {
-				p.WatchLEO(w)
-			} else {
-				p.WatchHW(w)
-			}
-		}
-	}
-}
-
-// unwatchFetch removes w from every requested partition.
-func (b *Broker) unwatchFetch(req *kmsg.FetchRequest, w *replica.Waiter) {
-	for _, t := range req.Topics {
-		for _, rp := range t.Partitions {
-			if p := b.replicas.Get(replica.TP{Topic: t.Topic, Partition: rp.Partition}); p != nil {
-				p.Unwatch(w)
-			}
-		}
 	}
 }
 

@@ -24,6 +24,6 @@ func (b *Broker) ControllerCheckReads() int64 { return b.checkReads.Load() }
 // ReadAndEncodeFetch reads and encodes a consumer fetch of req as the broker
 // answers one, then drops the answer: for allocation counts of the fetch path.
 func (b *Broker) ReadAndEncodeFetch(req *kmsg.FetchRequest) {
-	parts, _, _ := b.readFetch(req, false, req.MaxBytes, nil)
+	parts, _, _ := b.readFetch(req, false, req.MaxBytes, nil, nil)
 	encodeFetch(req.GetVersion(), 0, parts, 0).Release()
 }

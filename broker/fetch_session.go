@@ -31,6 +31,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -73,6 +74,24 @@ type fetchSession struct {
 	// Guarded by the cache's mu.
 	lastUsed time.Time
 	counted  int // partitions the cache counts for it
+
+	// waited: the session's last fetch was answered at its max wait, with
+	// nothing to send (an idle follower's, every replica.fetch.wait.max.ms).
+	waited atomic.Bool
+}
+
+// likelyToWait reports whether the fetch will probably park until its max
+// wait, as the session's last one did: its first read then registers the
+// fetch's waiter, so that parking needs no second read of every partition.
+func (fc *fetchContext) likelyToWait() bool {
+	return fc != nil && fc.sess != nil && fc.sess.waited.Load()
+}
+
+// answeredAtMaxWait records how the fetch was answered, for likelyToWait.
+func (fc *fetchContext) answeredAtMaxWait(waited bool) {
+	if fc != nil && fc.sess != nil {
+		fc.sess.waited.Store(waited)
+	}
 }
 
 type fetchSessionCache struct {

@@ -17,6 +17,11 @@ type Broker struct {
 	mu             sync.RWMutex
 	dynamic        map[string]string
 	dynamicDefault map[string]string
+	// throttle is Throttle decoded from the dynamic settings of generation
+	// gen, nil until asked for after a change: an idle follower asks for
+	// each of its 10,000 partitions on every fetch.
+	throttle *Throttle
+	gen      uint64
 }
 
 // Unknown lists keys of props that ktool does not know (Kafka warns and ignores them).
@@ -128,6 +133,8 @@ func SplitList(v string) []string {
 func (b *Broker) SetDynamic(m map[string]string) {
 	b.mu.Lock()
 	b.dynamic = copyMap(m)
+	b.throttle = nil
+	b.gen++
 	b.mu.Unlock()
 }
 
@@ -135,6 +142,8 @@ func (b *Broker) SetDynamic(m map[string]string) {
 func (b *Broker) SetDynamicDefault(m map[string]string) {
 	b.mu.Lock()
 	b.dynamicDefault = copyMap(m)
+	b.throttle = nil
+	b.gen++
 	b.mu.Unlock()
 }
 

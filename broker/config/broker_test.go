@@ -111,3 +111,26 @@ func TestParseThrottledReplicas(t *testing.T) {
 		}
 	}
 }
+
+// Throttle is cached between dynamic changes; each change must be seen.
+func TestThrottleFollowsDynamicChanges(t *testing.T) {
+	b, err := NewBroker(map[string]string{"leader.replication.throttled.rate": "100"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Throttle().LeaderRate; got != 100 {
+		t.Fatalf("static rate: got %d, want 100", got)
+	}
+	b.SetDynamicDefault(map[string]string{"leader.replication.throttled.rate": "200"})
+	if got := b.Throttle().LeaderRate; got != 200 {
+		t.Fatalf("after the cluster default: got %d, want 200", got)
+	}
+	b.SetDynamic(map[string]string{"leader.replication.throttled.rate": "300", "follower.replication.throttled.rate": "400"})
+	if got := b.Throttle(); got.LeaderRate != 300 || got.FollowerRate != 400 {
+		t.Fatalf("after the per-broker value: got %+v, want rates 300 and 400", got)
+	}
+	b.SetDynamic(nil)
+	if got := b.Throttle(); got.LeaderRate != 200 || got.FollowerRate == 400 {
+		t.Fatalf("after removing the per-broker value: got %+v, want leader 200 and follower the default", got)
+	}
+}

@@ -19,10 +19,21 @@ type Throttle struct {
 
 // Throttle returns the replication throttle rates now in effect.
 func (b *Broker) Throttle() Throttle {
+	b.mu.RLock()
+	cached, gen := b.throttle, b.gen
+	b.mu.RUnlock()
+	if cached != nil {
+		return *cached
+	}
 	var t Throttle
 	// The values were checked when they were stored; fallback keeps a broker
 	// that reads a bad one from a hand-edited znode on the default.
 	_ = decode(&t, BrokerDefs, b.Get, true)
+	b.mu.Lock()
+	if b.gen == gen {
+		b.throttle = &t
+	}
+	b.mu.Unlock()
 	return t
 }
 

@@ -170,3 +170,49 @@ func BenchmarkRewriteCheckpoint(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkOpenAfterCrash opens 1,000 partition logs left by a killed
+// broker, one after the other, as a broker's start-up does with each of its
+// partition directories: empty ones, and ones holding one flushed batch.
+func BenchmarkOpenAfterCrash(b *testing.B) {
+	const parts = 1000
+	for _, written := range []bool{false, true} {
+		name := "empty"
+		if written {
+			name = "one-batch"
+		}
+		b.Run(name, func(b *testing.B) {
+			root := b.TempDir()
+			cfg := DefaultConfig()
+			cfg.Codecs = testCodecs
+			bt := makeBatch(b, plain(10, 1))
+			dirs := make([]string, parts)
+			for i := range dirs {
+				dirs[i] = filepath.Join(root, fmt.Sprintf("t-%d", i))
+				l, err := Open(dirs[i], cfg, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if written {
+					if _, err := l.AppendAsLeader(bt, 0); err != nil {
+						b.Fatal(err)
+					}
+					if err := l.Flush(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				crash(l)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, dir := range dirs {
+					l, err := Open(dir, cfg, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					crash(l)
+				}
+			}
+		})
+	}
+}

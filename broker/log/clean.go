@@ -889,8 +889,19 @@ func completeSwaps(dir string, ranges []swapRange) error {
 // finishSwaps completes a swap of cleaned segments that a crash interrupted
 // after its commit point, before the directory is loaded. A .log.swap missing
 // from the manifest (unreadable) replaces, as in Kafka, the old segments
-// starting below the end of its last batch.
-func (l *Log) finishSwaps(entries []os.DirEntry) error {
+// starting below the end of its last batch. changed reports that it renamed
+// or removed files, so that entries no longer list the directory.
+func (l *Log) finishSwaps(entries []os.DirEntry) (changed bool, err error) {
+	pending := false
+	for _, e := range entries {
+		if e.Name() == swapManifestFile || strings.HasSuffix(e.Name(), swapSuffix) {
+			pending = true
+			break
+		}
+	}
+	if !pending {
+		return false, nil
+	}
 	manifest := filepath.Join(l.dir, swapManifestFile)
 	ranges, err := readSwapManifest(manifest)
 	if err != nil {
@@ -915,23 +926,23 @@ func (l *Log) finishSwaps(entries []os.DirEntry) error {
 		if !listed[base] {
 			end, err := swapEnd(segmentPath(l.dir, base, logExt) + swapSuffix)
 			if err != nil {
-				return err
+				return false, err
 			}
 			ranges = append(ranges, swapRange{base: base, end: max(end, base+1)})
 		}
 	}
 	_, statErr := os.Stat(manifest)
 	if swaps == 0 && errors.Is(statErr, os.ErrNotExist) {
-		return nil
+		return false, nil
 	}
 	slices.SortFunc(ranges, func(a, b swapRange) int { return cmp.Compare(a.base, b.base) })
 	if swaps > 0 {
 		l.logger.Warn("finishing an interrupted swap of cleaned segments", "dir", l.dir, "segments", swaps)
 		if err := completeSwaps(l.dir, ranges); err != nil {
-			return err
+			return true, err
 		}
 	}
-	return errors.Join(removeIfExists(manifest), syncDir(l.dir))
+	return true, errors.Join(removeIfExists(manifest), syncDir(l.dir))
 }
 
 // swapEnd is the offset after the last whole batch of a swap file.

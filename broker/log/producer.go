@@ -367,13 +367,22 @@ func listSnapshots(dir string) ([]int64, error) {
 	}
 	var offs []int64
 	for _, n := range names {
-		off, err := strconv.ParseInt(strings.TrimSuffix(filepath.Base(n), snapshotExt), 10, 64)
-		if err == nil {
+		if off, ok := snapshotOffset(filepath.Base(n)); ok {
 			offs = append(offs, off)
 		}
 	}
 	sort.Slice(offs, func(i, j int) bool { return offs[i] < offs[j] })
 	return offs, nil
+}
+
+// snapshotOffset parses a snapshot file name "<offset>.snapshot".
+func snapshotOffset(name string) (int64, bool) {
+	digits, ok := strings.CutSuffix(name, snapshotExt)
+	if !ok {
+		return 0, false
+	}
+	off, err := strconv.ParseInt(digits, 10, 64)
+	return off, err == nil
 }
 
 func writeSnapshot(dir string, ps *producerState, offset int64) error {
@@ -391,29 +400,36 @@ func writeSnapshot(dir string, ps *producerState, offset int64) error {
 	return errors.Join(errs...)
 }
 
-// deleteSnapshotsAbove removes snapshots taken past offset: after a
-// truncation they describe records that no longer exist.
-func deleteSnapshotsAbove(dir string, offset int64) error {
+// deleteSnapshotsAbove removes the snapshots of offs (those dir holds,
+// ascending) taken past offset: after a truncation they describe records
+// that no longer exist. It returns the others.
+func deleteSnapshotsAbove(dir string, offs []int64, offset int64) ([]int64, error) {
+	var errs []error
+	kept := offs[:0:0]
+	for _, off := range offs {
+		if off > offset {
+			errs = append(errs, removeIfExists(segmentPath(dir, off, snapshotExt)))
+		} else {
+			kept = append(kept, off)
+		}
+	}
+	return kept, errors.Join(errs...)
+}
+
+// removeSnapshotsAbove lists dir's snapshots and removes those past offset.
+func removeSnapshotsAbove(dir string, offset int64) error {
 	offs, err := listSnapshots(dir)
 	if err != nil {
 		return err
 	}
-	var errs []error
-	for _, off := range offs {
-		if off > offset {
-			errs = append(errs, removeIfExists(segmentPath(dir, off, snapshotExt)))
-		}
-	}
-	return errors.Join(errs...)
+	_, err = deleteSnapshotsAbove(dir, offs, offset)
+	return err
 }
 
-// loadLatestSnapshot returns the newest readable snapshot at or below maxOffset,
-// or an empty state at offset -1 when there is none.
-func loadLatestSnapshot(dir string, maxOffset int64, onBad func(path string, err error)) (*producerState, int64, error) {
-	offs, err := listSnapshots(dir)
-	if err != nil {
-		return nil, 0, err
-	}
+// loadLatestSnapshot returns the newest readable snapshot of offs (those dir
+// holds, ascending) at or below maxOffset, or an empty state at offset -1
+// when there is none.
+func loadLatestSnapshot(dir string, offs []int64, maxOffset int64, onBad func(path string, err error)) (*producerState, int64, error) {
 	for i := len(offs) - 1; i >= 0; i-- {
 		if offs[i] > maxOffset {
 			continue

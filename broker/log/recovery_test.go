@@ -379,7 +379,9 @@ func TestRecoverHugeLength(t *testing.T) {
 // index files of its active segment, its leader-epoch checkpoint when the
 // latest epoch wrote nothing, and flushed: six fsyncs each at the start of
 // a broker with 10,000 partitions). A log with records past the
-// recovery point is still repaired and flushed.
+// recovery point is still repaired and flushed. An active segment with less
+// than an index interval of data has no index entry and no sealed time
+// entry: it was rescanned and rewrote both index files at every start.
 func TestRecoveryOfUnchangedLogWritesNothing(t *testing.T) {
 	cfg := testConfig()
 	cfg.SegmentBytes = 1024
@@ -422,7 +424,7 @@ func TestRecoveryOfUnchangedLogWritesNothing(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		batches int
-	}{{"empty", 0}, {"flushed", 30}} {
+	}{{"empty", 0}, {"flushed", 30}, {"one batch, less than an index interval", 1}} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, dir := newLog(t, cfg)
 			want := fill(t, l, tc.batches)

@@ -269,8 +269,16 @@ type batchScanner struct {
 	headersOnly bool
 }
 
+// maxScanBuffer is the largest read-ahead of a batchScanner.
+const maxScanBuffer = 256 << 10
+
+// newBatchScanner reads f from from to end, with a read-ahead no larger than
+// that section: a start-up after a crash scans 10,000 active segments, most
+// of them empty or small, and a fixed 256 KiB each was most of its
+// allocation (and the zeroing of it most of its CPU).
 func newBatchScanner(f *os.File, from, end int64) *batchScanner {
-	return &batchScanner{r: bufio.NewReaderSize(io.NewSectionReader(f, from, end-from), 256<<10), pos: from, end: end}
+	size := int(min(max(end-from, 0), maxScanBuffer))
+	return &batchScanner{r: bufio.NewReaderSize(io.NewSectionReader(f, from, end-from), size), pos: from, end: end}
 }
 
 // next returns the next valid batch and its position, or false at the end of

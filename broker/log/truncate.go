@@ -270,7 +270,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		return err
 	}
 	l.logger.Info("restarted log", "dir", l.dir, "at", offset)
-	if err := errors.Join(deleteSnapshotsAbove(l.dir, -1), l.writeEpochCheckpoint()); err != nil {
+	if err := errors.Join(removeSnapshotsAbove(l.dir, -1), l.writeEpochCheckpoint()); err != nil {
 		return storageError("restart log", err)
 	}
 	return l.writeCheckpointsLocked()

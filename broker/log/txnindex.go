@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 )
 
@@ -269,7 +270,7 @@ func (l *Log) syncTxnIndexData() error {
 // loadTxnIndexes reads the index files of the segments at load. A file that
 // cannot be read is logged; it returns the base of the first such segment
 // (else the maximum offset), from where the index is rebuilt by a replay.
-func (l *Log) loadTxnIndexes() (int64, error) {
+func (l *Log) loadTxnIndexes(files dirFiles) (int64, error) {
 	l.aborted = nil
 	damaged := int64(1<<63 - 1)
 	for i, s := range l.segs {
@@ -278,6 +279,9 @@ func (l *Log) loadTxnIndexes() (int64, error) {
 			next = l.segs[i+1].base
 		}
 		path := segmentPath(l.dir, s.base, txnIndexExt)
+		if !files.has(filepath.Base(path)) {
+			continue
+		}
 		b, err := os.ReadFile(path)
 		if errors.Is(err, os.ErrNotExist) {
 			continue

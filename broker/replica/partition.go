@@ -114,6 +114,14 @@ func (p *Partition) State() State {
 	return st
 }
 
+// inISR reports whether id is in the ISR last applied, without the copy
+// State makes: a follower asks for every partition it fetches, each fetch.
+func (p *Partition) inISR(id int32) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Contains(p.state.ISR, id)
+}
+
 // LeaderAndEpoch is the leader and leader epoch of the last LeaderAndIsr
 // applied (-1, -1 before the first).
 func (p *Partition) LeaderAndEpoch() (int32, int32) {

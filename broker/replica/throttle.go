@@ -1,8 +1,6 @@
 package replica
 
 import (
-	"slices"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -17,7 +15,7 @@ type FollowerThrottle interface {
 }
 
 func (f *fetcher) inSync(st *fetchState) bool {
-	return slices.Contains(st.p.State().ISR, f.m.cfg.BrokerID)
+	return st.p.inISR(f.m.cfg.BrokerID)
 }
 
 // throttleHold reports whether tp sits this fetch out.

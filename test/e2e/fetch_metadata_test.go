@@ -91,6 +91,78 @@ func TestLongPollFetchWokenByAppend(t *testing.T) {
 	}
 }
 
+// TestLongPollSessionFetchWokenByAppend: a fetch session whose last fetch
+// waited its max wait (an idle follower's or consumer's) has its next fetch
+// register for wake-ups while it reads, and park without a second read. That
+// fetch, parked at the log end with a max wait of 10 s, is still answered
+// with a record appended while it waits, before the 10 s are over.
+func TestLongPollSessionFetchWokenByAppend(t *testing.T) {
+	b := startBroker(t)
+	adm := b.Admin(t)
+	const topic = "long-poll-session"
+	createTopic(t, adm, topic, 1, nil)
+	prod := b.Client(t, kgo.DefaultProduceTopic(topic), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	ctx := testCtx(t, 30*time.Second)
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("before")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	rc := dialRaw(t, b.Addr())
+
+	// A new session at the log end, answered empty at its 100 ms max wait.
+	open := fetchRequest(topic, 1, 100*time.Millisecond)
+	open.SessionEpoch = 0
+	corr, err := rc.Send(open)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := rc.Receive(open, corr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := resp.(*kmsg.FetchResponse)
+	if err := kerr.ErrorForCode(first.ErrorCode); err != nil || first.SessionID == 0 {
+		t.Fatalf("opening a fetch session: error %v, session id %d", err, first.SessionID)
+	}
+
+	// The session's next fetch lists nothing: the session holds the
+	// partition at offset 1.
+	const maxWait = 10 * time.Second
+	req := fetchRequest(topic, 1, maxWait)
+	req.Topics = nil
+	req.SessionID, req.SessionEpoch = first.SessionID, 1
+	sent := time.Now()
+	if corr, err = rc.Send(req); err != nil {
+		t.Fatal(err)
+	}
+	if frame, err := rc.ReadFrame(500 * time.Millisecond); err == nil {
+		resp, derr := decodeResponse(req, corr, frame)
+		t.Fatalf("incremental fetch at the log end answered at once: %v %+v", derr, resp)
+	} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+		t.Fatalf("waiting on a parked fetch: %v", err)
+	}
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: []byte("wakes the fetch")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err = rc.Receive(req, corr, time.Until(sent.Add(maxWait-time.Second)))
+	if err != nil {
+		t.Fatalf("session fetch not answered before its max wait passed after an append: %v", err)
+	}
+	fr := resp.(*kmsg.FetchResponse)
+	if err := kerr.ErrorForCode(fr.ErrorCode); err != nil {
+		t.Fatal(err)
+	}
+	if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
+		t.Fatalf("fetch response has %d topics", len(fr.Topics))
+	}
+	recs, err := recordsOf(fr.Topics[0].Partitions[0].RecordBatches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].offset != 1 || string(recs[0].value) != "wakes the fetch" {
+		t.Fatalf("fetch returned %+v, want the record at offset 1", recs)
+	}
+}
+
 // TestLongPollConsumerWokenByAppend is the same property through kgo: a consumer
 // with FetchMaxWait 10 s gets a record produced while it waits before 10 s pass.
 func TestLongPollConsumerWokenByAppend(t *testing.T) {
