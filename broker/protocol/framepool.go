@@ -22,14 +22,21 @@ var framePool [maxPoolClass + 1]sync.Pool
 // ceilClass is the smallest class whose buffers hold n bytes.
 func ceilClass(n int) int { return bits.Len(uint(n - 1)) }
 
-// getFrame returns a pooled buffer of length n, or nil when none is free.
+// getFrame returns a pooled buffer of length n, or nil when none is free:
+// one of n's class, else one of the class above (at most four times n, as
+// a frame read into a new buffer of its class takes up to twice n). A
+// producer's frames vary across neighbouring classes, and the GC empties a
+// class unused for two cycles: a miss is an allocation, its page faults and
+// a copy of the chunks (readBodyCap).
 func getFrame(n int) []byte {
 	c := ceilClass(n)
 	if c < minPoolClass || c > maxPoolClass {
 		return nil
 	}
-	if p, _ := framePool[c].Get().(*[]byte); p != nil {
-		return (*p)[:n]
+	for k := c; k <= min(c+1, maxPoolClass); k++ {
+		if p, _ := framePool[k].Get().(*[]byte); p != nil {
+			return (*p)[:n]
+		}
 	}
 	return nil
 }
