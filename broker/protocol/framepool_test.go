@@ -89,8 +89,28 @@ func TestChunkedReadGivesChunksBack(t *testing.T) {
 func drainPool(t *testing.T, from, to int) {
 	t.Helper()
 	for c := from; c <= to; c++ {
+		if c <= maxKeptClass {
+			keptFrame[c].Store(nil)
+		}
 		for framePool[c].Get() != nil {
 		}
+	}
+}
+
+// TestFramesKeptAcrossGC: the GC empties a sync.Pool, but one buffer of
+// each class up to maxKeptClass stays for the next frame of its size; above
+// it, none is kept.
+func TestFramesKeptAcrossGC(t *testing.T) {
+	drainPool(t, minPoolClass, maxPoolClass)
+	putFrame(make([]byte, 0, 1<<21))
+	putFrame(make([]byte, 0, 1<<(maxKeptClass+1)))
+	runtime.GC()
+	runtime.GC()
+	if b := getFrame(1<<21 - 100); b == nil {
+		t.Fatal("the 2 MiB buffer did not outlive two GCs")
+	}
+	if b := getFrame(1<<(maxKeptClass+1) - 100); b != nil {
+		t.Fatalf("a buffer above maxKeptClass (cap %d) outlived two GCs", cap(b))
 	}
 }
 
