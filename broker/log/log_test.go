@@ -1135,7 +1135,10 @@ func TestEpochCheckpointFailureDoesNotFailAppend(t *testing.T) {
 }
 
 // TestCheckpointInterval: between flushes a moved high watermark is written
-// at most every replica.high.watermark.checkpoint.interval.ms.
+// at most every replica.high.watermark.checkpoint.interval.ms, counted from
+// the log's open: a new partition's first moves are not written at once
+// (64 new partitions each rewrote theirs, with two fsyncs, in the first
+// second of the A/B bench's produce).
 func TestCheckpointInterval(t *testing.T) {
 	clock := newClock()
 	cfg := testConfig()
@@ -1158,8 +1161,8 @@ func TestCheckpointInterval(t *testing.T) {
 		}
 		clock.advance(time.Second)
 	}
-	if got := hw(); got != 1 {
-		t.Fatalf("high watermark checkpoint %d after three moves within 3 s, want the first (1)", got)
+	if _, err := os.Stat(filepath.Join(dir, highWatermarkFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("high watermark checkpoint written within 3 s of the open (%v), before the interval", err)
 	}
 	clock.advance(3 * time.Second)
 	if err := l.MaybeFlush(); err != nil {

@@ -40,8 +40,13 @@ func Open(dir string, cfg Config, logger *slog.Logger) (*Log, error) {
 		firstUnstable: -1,
 		lastFlush:     cfg.now(),
 		checkpointed:  make(map[string]int64),
-		fds:           cfg.FileCache,
-		snapshotAt:    -1,
+		// The interval runs from the open, as for every later checkpoint:
+		// a new topic's partitions would otherwise each rewrite their
+		// high watermark checkpoint (two fsyncs) at the first periodic pass
+		// after their first append, inside its producer's first second.
+		checkpointAt: cfg.now(),
+		fds:          cfg.FileCache,
+		snapshotAt:   -1,
 	}
 	if l.fds == nil {
 		l.fds = NewFileCache(privateFileCacheSize)

@@ -53,22 +53,33 @@ func readBodyCap(r io.Reader, n, c int) ([]byte, error) {
 		}
 		return buf, nil
 	}
+	// The chunks are copied out and given back: they come from the frame
+	// pool when it has free buffers of their size, so a large frame costs
+	// one new buffer, not one per MiB as well.
 	var chunks [][]byte
+	defer func() {
+		for _, ch := range chunks {
+			putFrame(ch)
+		}
+	}()
 	for left := n; left > 0; {
-		c := make([]byte, min(left, eagerFrame))
-		if _, err := io.ReadFull(r, c); err != nil {
+		size := min(left, eagerFrame)
+		ch := getFrame(size)
+		if ch == nil {
+			ch = make([]byte, size, eagerFrame)
+		}
+		chunks = append(chunks, ch)
+		if _, err := io.ReadFull(r, ch); err != nil {
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
 			return nil, err
 		}
-		chunks = append(chunks, c)
-		left -= len(c)
+		left -= len(ch)
 	}
 	buf := make([]byte, 0, c)
-	for i, ch := range chunks {
+	for _, ch := range chunks {
 		buf = append(buf, ch...)
-		chunks[i] = nil
 	}
 	return buf, nil
 }
