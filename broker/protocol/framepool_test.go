@@ -21,7 +21,7 @@ func TestFramePoolClasses(t *testing.T) {
 	// A body read through the pool is sized to its class, so it can be
 	// pooled and handed out again for a frame of the same size.
 	body := bytes.Repeat([]byte{7}, 1<<20+60)
-	b, err := readPooledBody(bytes.NewReader(body), len(body))
+	b, err := readPooledBody(bytes.NewReader(body), len(body), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestFramePoolClasses(t *testing.T) {
 		t.Fatalf("frame of the same class after a put: len %d cap %d", len(again), cap(again))
 	}
 	// A cut-short body is an error and gives its buffer back.
-	if _, err := readPooledBody(bytes.NewReader(body[:100]), len(body)); err == nil {
+	if _, err := readPooledBody(bytes.NewReader(body[:100]), len(body), nil); err == nil {
 		t.Fatal("a truncated body read without error")
 	}
 }
