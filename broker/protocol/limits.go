@@ -74,8 +74,8 @@ const (
 // it takes the rest again, as a new frame would, before it reads further. A
 // waiter that could not fit even once every frame in progress is answered,
 // because stalled frames' bytes hold the rest, does not hold back those behind
-// it; once it has waited evictAfter it closes such stalled frames, oldest
-// first, until it fits.
+// it; once it has waited evictAfter it closes such stalled frames (evictFor)
+// until it fits.
 type byteBudget struct {
 	mu         sync.Mutex
 	limit      int64
@@ -107,7 +107,8 @@ type grant struct {
 	cost     int64 // the whole frame's
 	size     int
 	held     int64
-	buffered int       // body bytes that have a buffer
+	buffered int // body bytes that have a buffer
+	admitted time.Time
 	progress time.Time // when buffered last grew
 	stallAt  time.Time // zero unless stalled
 	closing  bool
@@ -128,7 +129,8 @@ func (b *byteBudget) admit(ctx context.Context, stop <-chan struct{}, cost int64
 	if !b.wait(ctx, stop, &waiter{need: cost, since: time.Now()}) {
 		return nil
 	}
-	g := &grant{b: b, cost: cost, size: size, held: cost, progress: time.Now(), close: closeConn}
+	now := time.Now()
+	g := &grant{b: b, cost: cost, size: size, held: cost, admitted: now, progress: now, close: closeConn}
 	b.used += cost
 	b.reading[g] = struct{}{}
 	return g
@@ -282,15 +284,17 @@ func (g *grant) costOf(n int) int64 {
 	return (g.cost*int64(n) + int64(g.size) - 1) / int64(g.size)
 }
 
-// evictFor closes frames stalled for evictAfter, oldest first, until w fits
-// once they are gone. Their readers give their part back as they end.
+// evictFor closes stalled frames, oldest first, until w fits once they are
+// gone: those stalled for evictAfter, and those that went ahead of w (it could
+// not fit) and stalled since, so that new frames stalling in turn are not
+// each given evictAfter. Their readers give their part back as they end.
 func (b *byteBudget) evictFor(w *waiter, now time.Time) {
 	var old []*grant
 	going := int64(0)
 	for g := range b.reading {
 		if g.closing {
 			going += g.held
-		} else if g != w.g && !g.stallAt.IsZero() && now.Sub(g.stallAt) >= b.evictAfter {
+		} else if g != w.g && !g.stallAt.IsZero() && (now.Sub(g.stallAt) >= b.evictAfter || g.admitted.After(w.since)) {
 			old = append(old, g)
 		}
 	}
