@@ -42,11 +42,16 @@ func readSize(r io.Reader, limit int32, what string) (int, error) {
 // the 64 + 32 + 16... a doubling buffer leaves behind).
 const eagerFrame = 1 << 20
 
-func readBody(r io.Reader, n int) ([]byte, error) { return readBodyCap(r, n, n) }
+func readBody(r io.Reader, n int) ([]byte, error) { return readBodyCap(r, n, n, nil) }
 
-// readBodyCap is readBody into a buffer of capacity c >= n.
-func readBodyCap(r io.Reader, n, c int) ([]byte, error) {
+// readBodyCap is readBody into a buffer of capacity c >= n. grow, when set, is
+// called before a buffer for the body's bytes up to upto is taken: the body's
+// share of queued.max.request.bytes follows its buffers.
+func readBodyCap(r io.Reader, n, c int, grow func(upto int) error) ([]byte, error) {
 	if n <= eagerFrame {
+		if err := callGrow(grow, n); err != nil {
+			return nil, err
+		}
 		buf := make([]byte, n, c)
 		if _, err := io.ReadFull(r, buf); err != nil {
 			return nil, err
@@ -64,6 +69,9 @@ func readBodyCap(r io.Reader, n, c int) ([]byte, error) {
 	}()
 	for left := n; left > 0; {
 		size := min(left, eagerFrame)
+		if err := callGrow(grow, n-left+size); err != nil {
+			return nil, err
+		}
 		ch := getFrame(size)
 		if ch == nil {
 			ch = make([]byte, size, eagerFrame)
@@ -82,6 +90,13 @@ func readBodyCap(r io.Reader, n, c int) ([]byte, error) {
 		buf = append(buf, ch...)
 	}
 	return buf, nil
+}
+
+func callGrow(grow func(int) error, upto int) error {
+	if grow == nil {
+		return nil
+	}
+	return grow(upto)
 }
 
 // Header is a decoded request header.

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"errors"
 	"io"
 	"math/bits"
 	"sync"
@@ -69,18 +70,31 @@ func putFrame(b []byte) {
 // readPooledBody reads an n-byte body into a pooled buffer when one is free,
 // else as readBody does, into a new buffer sized to its class so that it can
 // be pooled afterwards. Either way no more memory is taken before the bytes
-// arrive than readBody takes: a pooled buffer is memory already held.
-func readPooledBody(r io.Reader, n int) ([]byte, error) {
+// arrive than readBody takes: a pooled buffer is memory already held. A pooled
+// buffer is filled in readBody's chunks, with grow called before each, so a
+// frame's share of the budget follows its bytes there too.
+func readPooledBody(r io.Reader, n int, grow func(upto int) error) ([]byte, error) {
 	if b := getFrame(n); b != nil {
-		if _, err := io.ReadFull(r, b); err != nil {
-			putFrame(b)
-			return nil, err
+		for off := 0; off < n; {
+			end := off + min(n-off, eagerFrame)
+			err := callGrow(grow, end)
+			if err == nil {
+				_, err = io.ReadFull(r, b[off:end])
+			}
+			if err != nil {
+				putFrame(b)
+				if off > 0 && errors.Is(err, io.EOF) {
+					err = io.ErrUnexpectedEOF
+				}
+				return nil, err
+			}
+			off = end
 		}
 		return b, nil
 	}
 	c := ceilClass(n)
 	if c < minPoolClass || c > maxPoolClass {
-		return readBody(r, n)
+		return readBodyCap(r, n, n, grow)
 	}
-	return readBodyCap(r, n, 1<<c)
+	return readBodyCap(r, n, 1<<c, grow)
 }

@@ -22,7 +22,7 @@ func TestFramePoolClasses(t *testing.T) {
 	// A body read through the pool is sized to its class, so it can be
 	// pooled and handed out again for a frame of the same size.
 	body := bytes.Repeat([]byte{7}, 1<<20+60)
-	b, err := readPooledBody(bytes.NewReader(body), len(body))
+	b, err := readPooledBody(bytes.NewReader(body), len(body), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestFramePoolClasses(t *testing.T) {
 		t.Fatalf("frame of the same class after a put: len %d cap %d", len(again), cap(again))
 	}
 	// A cut-short body is an error and gives its buffer back.
-	if _, err := readPooledBody(bytes.NewReader(body[:100]), len(body)); err == nil {
+	if _, err := readPooledBody(bytes.NewReader(body[:100]), len(body), nil); err == nil {
 		t.Fatal("a truncated body read without error")
 	}
 }
@@ -71,7 +71,7 @@ func TestChunkedReadGivesChunksBack(t *testing.T) {
 	for i := range body {
 		body[i] = byte(i * 7)
 	}
-	got, err := readPooledBody(bytes.NewReader(body), len(body))
+	got, err := readPooledBody(bytes.NewReader(body), len(body), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func BenchmarkReadPooledBody(b *testing.B) {
 		}
 		n := sizes[order[i%len(order)]]
 		i++
-		f, err := readPooledBody(bytes.NewReader(src[:n]), n)
+		f, err := readPooledBody(bytes.NewReader(src[:n]), n, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

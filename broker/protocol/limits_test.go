@@ -3,6 +3,7 @@ package protocol_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -210,4 +211,124 @@ func TestRequestCostOverBudgetCloses(t *testing.T) {
 	if n := srv.InFlightBytes(); n != 0 {
 		t.Fatalf("%d bytes still reserved", n)
 	}
+}
+
+// produceFrame is a Produce request framed with correlation id corr whose one
+// partition carries size bytes of records (opaque to the protocol layer).
+func produceFrame(corr int32, size int) []byte {
+	p := kmsg.NewProduceRequestTopicPartition()
+	p.Records = make([]byte, size)
+	tp := kmsg.NewProduceRequestTopic()
+	tp.Topic, tp.Partitions = "t", []kmsg.ProduceRequestTopicPartition{p}
+	r := kmsg.NewPtrProduceRequest()
+	r.Version, r.Acks, r.TimeoutMillis = 3, 1, 5000
+	r.Topics = []kmsg.ProduceRequestTopic{tp}
+	return frame(r, corr)
+}
+
+// halfSend opens a connection that sends the header of a Produce frame
+// declaring declared bytes, then sent bytes of its body, and goes silent.
+func halfSend(t *testing.T, addr string, declared, sent int) *client {
+	t.Helper()
+	c := dial(t, addr)
+	hdr := binary.BigEndian.AppendUint32(nil, uint32(declared))
+	hdr = binary.BigEndian.AppendUint16(hdr, 0) // Produce
+	c.write(append(hdr, make([]byte, sent)...))
+	return c
+}
+
+// produceCost is the broker's cost of a frame: Produce twice its size.
+func produceCost(key int16, size int) int64 {
+	if key == 0 {
+		return 2 * int64(size)
+	}
+	return 16 * int64(size)
+}
+
+// TestHalfSentFramesDoNotBlockLargeFrames: connections that announce a 100 MiB
+// Produce (costing the whole default queued.max.request.bytes), send 1 MiB of
+// it and go silent hold only what they sent, so a full 1 MiB Produce on
+// another connection is served while they stay open, long before
+// connections.max.idle.ms.
+func TestHalfSentFramesDoNotBlockLargeFrames(t *testing.T) {
+	srv := &protocol.Server{Handler: answering(), IdleTimeout: 10 * time.Minute,
+		Limits: protocol.Limits{QueuedMaxRequestBytes: 209715200, RequestCost: produceCost}}
+	addr := serve(t, srv)
+	var attackers []*client
+	for range 3 {
+		attackers = append(attackers, halfSend(t, addr, 100<<20, 1<<20))
+	}
+	c := dial(t, addr)
+	for corr := range int32(3) {
+		c.write(produceFrame(corr, 1<<20))
+		if got, _, err := c.read(30 * time.Second); err != nil || got != corr {
+			t.Fatalf("1 MiB produce %d beside half-sent frames: answer %d, %v (%d bytes reserved)", corr, got, err, srv.InFlightBytes())
+		}
+	}
+	// The silent connections are still open: nothing closed them to make room.
+	for i, a := range attackers {
+		_ = a.c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		if _, err := a.br.ReadByte(); !isTimeout(err) {
+			t.Errorf("half-sent connection %d: %v, want still open", i, err)
+		}
+	}
+}
+
+// TestStalledFramesEvictedForFrameThatCannotFit: a frame that cannot fit
+// beside what stalled frames hold (their bytes are real memory) closes them
+// once it has waited Limits.EvictStalledAfter, so no frame waits for
+// connections.max.idle.ms; a stalled frame that does not stand in anyone's
+// way is left alone.
+func TestStalledFramesEvictedForFrameThatCannotFit(t *testing.T) {
+	srv := &protocol.Server{Handler: answering(), IdleTimeout: 10 * time.Minute,
+		Limits: protocol.Limits{QueuedMaxRequestBytes: 8 << 20, RequestCost: produceCost,
+			StallAfter: 100 * time.Millisecond, EvictStalledAfter: 500 * time.Millisecond}}
+	addr := serve(t, srv)
+	stalled := halfSend(t, addr, 4<<20, 3<<19) // 1.5 MiB of 4, so 2 MiB of buffers
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.InFlightBytes() != 8<<20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the half-sent frame holds %d bytes, want its whole cost", srv.InFlightBytes())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c := dial(t, addr)
+	c.write(produceFrame(1, 4<<20-100)) // costs the whole budget
+	if got, _, err := c.read(30 * time.Second); err != nil || got != 1 {
+		t.Fatalf("produce costing the whole budget: answer %d, %v", got, err)
+	}
+	stalled.expectClosed()
+}
+
+// TestStalledFrameResumes: a frame demoted while stalled gets the rest of its
+// cost back when its bytes resume and is answered; the budget is whole after.
+func TestStalledFrameResumes(t *testing.T) {
+	srv := &protocol.Server{Handler: answering(), IdleTimeout: 10 * time.Minute,
+		Limits: protocol.Limits{QueuedMaxRequestBytes: 8 << 20, RequestCost: produceCost,
+			StallAfter: 100 * time.Millisecond, EvictStalledAfter: time.Minute}}
+	addr := serve(t, srv)
+	slow := dial(t, addr)
+	f := produceFrame(1, 3<<20)
+	slow.write(f[:1<<20])
+	other := dial(t, addr)
+	other.write(produceFrame(2, 1<<20))
+	if got, _, err := other.read(30 * time.Second); err != nil || got != 2 {
+		t.Fatalf("1 MiB produce beside a stalled 3 MiB frame: %d, %v", got, err)
+	}
+	slow.write(f[1<<20:])
+	if got, _, err := slow.read(30 * time.Second); err != nil || got != 1 {
+		t.Fatalf("the stalled frame, resumed: %d, %v", got, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for srv.InFlightBytes() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes still reserved", srv.InFlightBytes())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

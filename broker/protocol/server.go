@@ -256,7 +256,7 @@ func (s *Server) init() {
 		s.perIP = map[string]int{}
 		s.draining = make(chan struct{})
 		if s.Limits.QueuedMaxRequestBytes > 0 {
-			s.budget = newByteBudget(s.Limits.QueuedMaxRequestBytes)
+			s.budget = newByteBudget(s.Limits)
 		}
 		if s.Limits.QueuedMaxRequests > 0 {
 			s.handling = make(chan struct{}, s.Limits.QueuedMaxRequests)
@@ -378,7 +378,7 @@ const smallFrame = 32 << 10
 var errIdle = errors.New("idle for connections.max.idle.ms")
 
 // readFrame waits for the next frame (closing the connection when it stays idle),
-// reserves its declared size in the queued.max.request.bytes budget, then reads it.
+// reserves its cost in the queued.max.request.bytes budget, then reads it.
 func (c *Conn) readFrame(br *bufio.Reader, limit int32, what string) ([]byte, int64, error) {
 	for {
 		_, err := br.Peek(1)
@@ -417,20 +417,37 @@ func (c *Conn) readFrame(br *bufio.Reader, limit int32, what string) ([]byte, in
 		return nil, 0, fmt.Errorf("%w: a %d-byte %s request may hold %d bytes, more than queued.max.request.bytes (%d)",
 			ErrFrameTooLarge, n, kmsg.NameForKey(key), reserved, b.limit)
 	}
-	if !c.srv.budget.acquire(c.ctx, c.srv.draining, reserved) {
-		return nil, 0, net.ErrClosed
+	var g *grant
+	if b := c.srv.budget; b != nil && reserved > 0 {
+		if g = b.admit(c.ctx, c.srv.draining, reserved, n, c.evict); g == nil {
+			return nil, 0, net.ErrClosed
+		}
+	}
+	grow := func(upto int) error {
+		if !g.grow(c.ctx, c.srv.draining, upto) {
+			return net.ErrClosed
+		}
+		return nil
 	}
 	var frame []byte
 	if c.srv.reuses(key) {
-		frame, err = readPooledBody(br, n)
+		frame, err = readPooledBody(br, n, grow)
 	} else {
-		frame, err = readBody(br, n)
+		frame, err = readBodyCap(br, n, n, grow)
 	}
 	if err != nil {
-		c.srv.budget.release(reserved)
+		g.abort()
 		return nil, 0, stalled(err, c.srv.IdleTimeout)
 	}
-	return frame, reserved, nil
+	return frame, g.done(), nil
+}
+
+// evict closes a connection whose stalled frame stands in the way of another
+// (Limits.EvictStalledAfter).
+func (c *Conn) evict() {
+	c.srv.logger().Warn("closing a connection whose request frame stopped arriving while other requests waited for the queued.max.request.bytes it held",
+		"remote", c.nc.RemoteAddr().String())
+	c.Close()
 }
 
 // stalled names a timeout inside a frame: its bytes stopped arriving.

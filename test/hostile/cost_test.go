@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"net"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -178,6 +180,61 @@ func TestHalfSentFrames(t *testing.T) {
 			t.Errorf("connection %d with a stalled frame still open after connections.max.idle.ms", i)
 		}
 	}
+	worksAfter(t, b, "after", "half-sent frames")
+}
+
+// TestHalfSentFramesLargeProduce: with the default connections.max.idle.ms,
+// ten connections that announce a 100 MiB Produce (whose cost is the whole
+// default queued.max.request.bytes), send 1 MiB of it and go silent do not
+// stall large requests of other clients: a producer's 1 MB batches are
+// acknowledged while they stay connected.
+func TestHalfSentFramesLargeProduce(t *testing.T) {
+	b := startBroker(t)
+	createTopic(t, b, "t", 1, nil)
+	base := b.procKB(t, "VmRSS")
+	for range 10 {
+		c, err := net.DialTimeout("tcp", b.Addr(), 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		hdr := binary.BigEndian.AppendUint32(nil, 100<<20)
+		hdr = binary.BigEndian.AppendUint16(hdr, 0) // Produce
+		_ = c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		// A frame held back unread may take less than the whole write.
+		_, _ = c.Write(append(hdr, make([]byte, 1<<20)...))
+	}
+	cl := b.Client(t, kgo.ProducerLinger(time.Second), kgo.ProducerBatchMaxBytes(1_000_000),
+		kgo.RecordDeliveryTimeout(60*time.Second))
+	ctx := testCtx(t, 60*time.Second)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for i := range 2000 { // two batches of about 1 MB: frames far above 32 KiB
+		wg.Add(1)
+		cl.Produce(ctx, &kgo.Record{Topic: "t", Value: make([]byte, 1000)}, func(_ *kgo.Record, err error) {
+			defer wg.Done()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && firstErr == nil {
+				firstErr = fmt.Errorf("record %d: %w", i, err)
+			}
+		})
+	}
+	// Records in flight are not failed by their context: wait with a deadline.
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("1 MB batches beside ten half-sent 100 MiB frames: not acknowledged in 60 s")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if firstErr != nil {
+		t.Fatalf("1 MB batches beside ten half-sent 100 MiB frames: %v", firstErr)
+	}
+	b.memoryBound(t, base, rssBoundMB, "ten half-sent 100 MiB frames and 1 MB batches")
 	worksAfter(t, b, "after", "half-sent frames")
 }
 
