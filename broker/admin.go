@@ -299,26 +299,37 @@ func (b *Broker) topicOverrides(topic string) map[string]string {
 	if ok {
 		return m
 	}
-	s := b.Store()
-	if s == nil {
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	data, _, err := s.Get(ctx, zkdata.ConfigTopicPath(topic))
-	switch {
-	case err == nil:
-		if m, err = zkdata.DecodeConfig(data); err != nil {
-			b.logger.Warn("unreadable topic config", "topic", topic, "err", err)
-			return nil
-		}
-	case errors.Is(err, coord.ErrNoNode):
-		m = map[string]string{}
-	default:
+	m, err := b.storedTopicOverrides(ctx, topic)
+	if err != nil {
 		return nil // store unreachable: defaults for now, retried on the next call
 	}
 	b.setTopicOverrides(topic, m)
 	return m
+}
+
+// storedTopicOverrides reads a topic's overrides from /config/topics/<topic>:
+// what the last acknowledged config change wrote, which this broker's cache
+// shows only once it followed that change's notification.
+func (b *Broker) storedTopicOverrides(ctx context.Context, topic string) (map[string]string, error) {
+	s := b.Store()
+	if s == nil {
+		return nil, errors.New("no coordination store")
+	}
+	data, _, err := s.Get(ctx, zkdata.ConfigTopicPath(topic))
+	switch {
+	case err == nil:
+		m, err := zkdata.DecodeConfig(data)
+		if err != nil {
+			b.logger.Warn("unreadable topic config", "topic", topic, "err", err)
+		}
+		return m, err
+	case errors.Is(err, coord.ErrNoNode):
+		return map[string]string{}, nil
+	default:
+		return nil, err
+	}
 }
 
 func (b *Broker) setTopicOverrides(topic string, m map[string]string) {
