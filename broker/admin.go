@@ -287,6 +287,12 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 type topicConfigs struct {
 	mu sync.RWMutex
 	m  map[string]map[string]string
+	// load is held from reading a config entity in the store to keeping
+	// it (topic overrides, this broker's dynamic settings): a load that read
+	// before a change then never keeps its value after the load that read
+	// the change, which would leave the broker on the old value until the
+	// next change.
+	load sync.Mutex
 }
 
 // topicOverrides returns a topic's config overrides, reading /config/topics/<topic>
@@ -298,6 +304,14 @@ func (b *Broker) topicOverrides(topic string) map[string]string {
 	b.tcfg.mu.RUnlock()
 	if ok {
 		return m
+	}
+	b.tcfg.load.Lock()
+	defer b.tcfg.load.Unlock()
+	b.tcfg.mu.RLock()
+	m, ok = b.tcfg.m[topic]
+	b.tcfg.mu.RUnlock()
+	if ok {
+		return m // loaded while this waited
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -363,6 +377,37 @@ func (b *Broker) loadTopicConfigs(ctx context.Context) {
 	b.loadQuotas(ctx)
 }
 
+// loadEntity reads a topic's or this broker's config entity from the store
+// and keeps it, under tcfg.load; false when it could not be read.
+func (b *Broker) loadEntity(ctx context.Context, kind, name string) bool {
+	b.tcfg.load.Lock()
+	defer b.tcfg.load.Unlock()
+	entity := kind + "/" + name
+	data, _, err := b.Store().Get(ctx, zkdata.ConfigEntityPath(kind, name))
+	var m map[string]string
+	switch {
+	case err == nil:
+		if m, err = zkdata.DecodeConfig(data); err != nil {
+			b.logger.Warn("unreadable config", "entity", entity, "err", err)
+			return false
+		}
+	case errors.Is(err, coord.ErrNoNode):
+		m = map[string]string{}
+	default:
+		b.logger.Warn("reading config", "entity", entity, "err", err)
+		return false
+	}
+	switch {
+	case kind == zkdata.ConfigTypeTopic:
+		b.setTopicOverrides(name, m)
+	case name == zkdata.DefaultConfigEntity:
+		b.cfg.SetDynamicDefault(m)
+	default:
+		b.cfg.SetDynamic(m)
+	}
+	return true
+}
+
 // reloadEntity re-reads one config entity ("topics/T", "brokers/<id>", "brokers/<default>").
 func (b *Broker) reloadEntity(ctx context.Context, entity string) {
 	kind, name, ok := strings.Cut(entity, "/")
@@ -373,39 +418,21 @@ func (b *Broker) reloadEntity(ctx context.Context, entity string) {
 		b.loadQuotas(ctx)
 		return
 	}
-	data, _, err := b.Store().Get(ctx, zkdata.ConfigEntityPath(kind, name))
-	var m map[string]string
 	switch {
-	case err == nil:
-		if m, err = zkdata.DecodeConfig(data); err != nil {
-			b.logger.Warn("unreadable config", "entity", entity, "err", err)
-			return
-		}
-	case errors.Is(err, coord.ErrNoNode):
-		m = map[string]string{}
+	case kind == zkdata.ConfigTypeTopic:
+	case kind == zkdata.ConfigTypeBroker && (name == zkdata.DefaultConfigEntity || name == fmt.Sprint(b.id)):
 	default:
-		b.logger.Warn("reading config", "entity", entity, "err", err)
+		return // another broker's settings, or no kind of ours
+	}
+	if !b.loadEntity(ctx, kind, name) || b.replicas == nil {
 		return
 	}
-	switch kind {
-	case zkdata.ConfigTypeTopic:
-		b.setTopicOverrides(name, m)
-		if b.replicas != nil {
-			b.replicas.ApplyTopicSettings(name)
-		}
-	case zkdata.ConfigTypeBroker:
-		if name == zkdata.DefaultConfigEntity {
-			b.cfg.SetDynamicDefault(m)
-		} else if name == fmt.Sprint(b.id) {
-			b.cfg.SetDynamic(m)
-		} else {
-			return
-		}
-		if b.replicas != nil {
-			for _, t := range b.meta.topicNames() {
-				b.replicas.ApplyTopicSettings(t)
-			}
-		}
+	if kind == zkdata.ConfigTypeTopic {
+		b.replicas.ApplyTopicSettings(name)
+		return
+	}
+	for _, t := range b.meta.topicNames() {
+		b.replicas.ApplyTopicSettings(t)
 	}
 }
 

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/ktoolhq/ktool/broker/brokertest"
+	"github.com/ktoolhq/ktool/broker/coord"
 	"github.com/ktoolhq/ktool/internal/zkdata"
 )
 
@@ -96,3 +98,61 @@ func TestDescribeTopicConfigsReadsTheirStore(t *testing.T) {
 		}
 	}
 }
+
+// heldStore holds the first Get of path after it read, until release closes:
+// a config load descheduled between reading the store and keeping what it read.
+type heldStore struct {
+	coord.Store
+	path          string
+	held          atomic.Bool
+	read, release chan struct{}
+}
+
+func (s *heldStore) Get(ctx context.Context, path string) ([]byte, coord.Stat, error) {
+	data, st, err := s.Store.Get(ctx, path)
+	if path == s.path && s.held.CompareAndSwap(false, true) {
+		close(s.read)
+		<-s.release
+	}
+	return data, st, err
+}
+
+// A config load that read the store before a change never keeps its value
+// after the load of that change: the broker that acknowledged an alter runs
+// with it, not with what a late notification follower read before.
+func TestConfigLoadsKeepTheNewest(t *testing.T) {
+	c := brokertest.NewCluster(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.Admin().CreateTopic(ctx, 1, 1, map[string]*string{"retention.ms": ptr("1000")}, "t"); err != nil {
+		t.Fatal(err)
+	}
+	b := c.Broker(0)
+	path := zkdata.ConfigTopicPath("t")
+	hs := &heldStore{path: path, read: make(chan struct{}), release: make(chan struct{})}
+	restore := b.WrapStore(func(s coord.Store) coord.Store { hs.Store = s; return hs })
+	defer restore()
+
+	late := make(chan struct{})
+	go func() { defer close(late); b.ReloadConfig(ctx, "topics/t") }()
+	<-hs.read // read retention.ms=1000, not kept yet
+
+	if _, err := hs.Store.Set(ctx, path, zkdata.EncodeConfig(map[string]string{"retention.ms": "2000"}), -1); err != nil {
+		t.Fatal(err)
+	}
+	acked := make(chan struct{})
+	go func() { defer close(acked); b.ReloadConfig(ctx, "topics/t") }()
+	// The load of the change waits for the late one, or (the bug) ends first.
+	select {
+	case <-acked:
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(hs.release)
+	<-late
+	<-acked
+	if got := b.TopicOverrides("t")["retention.ms"]; got != "2000" {
+		t.Fatalf("the broker keeps retention.ms=%s; the store holds 2000", got)
+	}
+}
+
+func ptr(s string) *string { return &s }
