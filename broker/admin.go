@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"regexp"
 	"slices"
 	"sort"
@@ -287,12 +288,20 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 type topicConfigs struct {
 	mu sync.RWMutex
 	m  map[string]map[string]string
-	// load is held from reading a config entity in the store to keeping
-	// it (topic overrides, this broker's dynamic settings): a load that read
-	// before a change then never keeps its value after the load that read
-	// the change, which would leave the broker on the old value until the
-	// next change.
-	load sync.Mutex
+	// A lock of load is held from reading a config entity in the store to
+	// keeping it (topic overrides, this broker's dynamic settings): a load
+	// that read before a change then never keeps its value after the load
+	// that read the change, which would leave the broker on the old value
+	// until the next change. Entities share locks by hash, so loads of many
+	// topics (a broker taking on thousands) do not wait for one another.
+	load [64]sync.Mutex
+}
+
+// loadLock is the lock of entity's loads.
+func (c *topicConfigs) loadLock(entity string) *sync.Mutex {
+	h := fnv.New32a()
+	h.Write([]byte(entity))
+	return &c.load[h.Sum32()%uint32(len(c.load))]
 }
 
 // topicOverrides returns a topic's config overrides, reading /config/topics/<topic>
@@ -305,8 +314,9 @@ func (b *Broker) topicOverrides(topic string) map[string]string {
 	if ok {
 		return m
 	}
-	b.tcfg.load.Lock()
-	defer b.tcfg.load.Unlock()
+	l := b.tcfg.loadLock(zkdata.ConfigTypeTopic + "/" + topic)
+	l.Lock()
+	defer l.Unlock()
 	b.tcfg.mu.RLock()
 	m, ok = b.tcfg.m[topic]
 	b.tcfg.mu.RUnlock()
@@ -378,11 +388,12 @@ func (b *Broker) loadTopicConfigs(ctx context.Context) {
 }
 
 // loadEntity reads a topic's or this broker's config entity from the store
-// and keeps it, under tcfg.load; false when it could not be read.
+// and keeps it, under its load lock; false when it could not be read.
 func (b *Broker) loadEntity(ctx context.Context, kind, name string) bool {
-	b.tcfg.load.Lock()
-	defer b.tcfg.load.Unlock()
 	entity := kind + "/" + name
+	l := b.tcfg.loadLock(entity)
+	l.Lock()
+	defer l.Unlock()
 	data, _, err := b.Store().Get(ctx, zkdata.ConfigEntityPath(kind, name))
 	var m map[string]string
 	switch {
