@@ -6,10 +6,18 @@ package broker
 // fall back to, then defaults) and broker settings (dynamic per broker, dynamic
 // cluster default, static, default), with sources, synonyms (v1+), types and
 // documentation (v3+), under Kafka's names.
+//
+// A topic's overrides are read from /config/topics, as Kafka's ZooKeeper mode
+// does, not from this broker's cache: the cache follows config change
+// notifications a moment after the change, and a describe right after an
+// acknowledged alter, on any broker, must show it. The cache answers only
+// while the store is unreachable.
 
 import (
+	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -27,7 +35,12 @@ const (
 )
 
 func handleDescribeConfigs(b *Broker, rc *reqCtx, r kmsg.Request, respond func(protocol.Response)) {
-	req := r.(*kmsg.DescribeConfigsRequest)
+	go describeConfigs(b, rc, r.(*kmsg.DescribeConfigsRequest), respond)
+}
+
+func describeConfigs(b *Broker, rc *reqCtx, req *kmsg.DescribeConfigsRequest, respond func(protocol.Response)) {
+	ctx, cancel := context.WithTimeout(rc.ctx, 10*time.Second)
+	defer cancel()
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	// A resource listed many times is described once: each answer lists every
 	// config, so repeats would multiply the response.
@@ -85,7 +98,10 @@ func handleDescribeConfigs(b *Broker, rc *reqCtx, r kmsg.Request, respond func(p
 				out.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				break
 			}
-			overrides := b.topicOverrides(res.ResourceName)
+			overrides, err := b.storedTopicOverrides(ctx, res.ResourceName)
+			if err != nil {
+				overrides = b.topicOverrides(res.ResourceName)
+			}
 			for _, d := range config.TopicDefs {
 				if !want(d.Name) {
 					continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"regexp"
 	"slices"
 	"sort"
@@ -287,6 +288,20 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 type topicConfigs struct {
 	mu sync.RWMutex
 	m  map[string]map[string]string
+	// A lock of load is held from reading a config entity in the store to
+	// keeping it (topic overrides, this broker's dynamic settings): a load
+	// that read before a change then never keeps its value after the load
+	// that read the change, which would leave the broker on the old value
+	// until the next change. Entities share locks by hash, so loads of many
+	// topics (a broker taking on thousands) do not wait for one another.
+	load [64]sync.Mutex
+}
+
+// loadLock is the lock of entity's loads.
+func (c *topicConfigs) loadLock(entity string) *sync.Mutex {
+	h := fnv.New32a()
+	h.Write([]byte(entity))
+	return &c.load[h.Sum32()%uint32(len(c.load))]
 }
 
 // topicOverrides returns a topic's config overrides, reading /config/topics/<topic>
@@ -299,26 +314,46 @@ func (b *Broker) topicOverrides(topic string) map[string]string {
 	if ok {
 		return m
 	}
-	s := b.Store()
-	if s == nil {
-		return nil
+	l := b.tcfg.loadLock(zkdata.ConfigTypeTopic + "/" + topic)
+	l.Lock()
+	defer l.Unlock()
+	b.tcfg.mu.RLock()
+	m, ok = b.tcfg.m[topic]
+	b.tcfg.mu.RUnlock()
+	if ok {
+		return m // loaded while this waited
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	data, _, err := s.Get(ctx, zkdata.ConfigTopicPath(topic))
-	switch {
-	case err == nil:
-		if m, err = zkdata.DecodeConfig(data); err != nil {
-			b.logger.Warn("unreadable topic config", "topic", topic, "err", err)
-			return nil
-		}
-	case errors.Is(err, coord.ErrNoNode):
-		m = map[string]string{}
-	default:
+	m, err := b.storedTopicOverrides(ctx, topic)
+	if err != nil {
 		return nil // store unreachable: defaults for now, retried on the next call
 	}
 	b.setTopicOverrides(topic, m)
 	return m
+}
+
+// storedTopicOverrides reads a topic's overrides from /config/topics/<topic>:
+// what the last acknowledged config change wrote, which this broker's cache
+// shows only once it followed that change's notification.
+func (b *Broker) storedTopicOverrides(ctx context.Context, topic string) (map[string]string, error) {
+	s := b.Store()
+	if s == nil {
+		return nil, errors.New("no coordination store")
+	}
+	data, _, err := s.Get(ctx, zkdata.ConfigTopicPath(topic))
+	switch {
+	case err == nil:
+		m, err := zkdata.DecodeConfig(data)
+		if err != nil {
+			b.logger.Warn("unreadable topic config", "topic", topic, "err", err)
+		}
+		return m, err
+	case errors.Is(err, coord.ErrNoNode):
+		return map[string]string{}, nil
+	default:
+		return nil, err
+	}
 }
 
 func (b *Broker) setTopicOverrides(topic string, m map[string]string) {
@@ -352,6 +387,38 @@ func (b *Broker) loadTopicConfigs(ctx context.Context) {
 	b.loadQuotas(ctx)
 }
 
+// loadEntity reads a topic's or this broker's config entity from the store
+// and keeps it, under its load lock; false when it could not be read.
+func (b *Broker) loadEntity(ctx context.Context, kind, name string) bool {
+	entity := kind + "/" + name
+	l := b.tcfg.loadLock(entity)
+	l.Lock()
+	defer l.Unlock()
+	data, _, err := b.Store().Get(ctx, zkdata.ConfigEntityPath(kind, name))
+	var m map[string]string
+	switch {
+	case err == nil:
+		if m, err = zkdata.DecodeConfig(data); err != nil {
+			b.logger.Warn("unreadable config", "entity", entity, "err", err)
+			return false
+		}
+	case errors.Is(err, coord.ErrNoNode):
+		m = map[string]string{}
+	default:
+		b.logger.Warn("reading config", "entity", entity, "err", err)
+		return false
+	}
+	switch {
+	case kind == zkdata.ConfigTypeTopic:
+		b.setTopicOverrides(name, m)
+	case name == zkdata.DefaultConfigEntity:
+		b.cfg.SetDynamicDefault(m)
+	default:
+		b.cfg.SetDynamic(m)
+	}
+	return true
+}
+
 // reloadEntity re-reads one config entity ("topics/T", "brokers/<id>", "brokers/<default>").
 func (b *Broker) reloadEntity(ctx context.Context, entity string) {
 	kind, name, ok := strings.Cut(entity, "/")
@@ -362,39 +429,21 @@ func (b *Broker) reloadEntity(ctx context.Context, entity string) {
 		b.loadQuotas(ctx)
 		return
 	}
-	data, _, err := b.Store().Get(ctx, zkdata.ConfigEntityPath(kind, name))
-	var m map[string]string
 	switch {
-	case err == nil:
-		if m, err = zkdata.DecodeConfig(data); err != nil {
-			b.logger.Warn("unreadable config", "entity", entity, "err", err)
-			return
-		}
-	case errors.Is(err, coord.ErrNoNode):
-		m = map[string]string{}
+	case kind == zkdata.ConfigTypeTopic:
+	case kind == zkdata.ConfigTypeBroker && (name == zkdata.DefaultConfigEntity || name == fmt.Sprint(b.id)):
 	default:
-		b.logger.Warn("reading config", "entity", entity, "err", err)
+		return // another broker's settings, or no kind of ours
+	}
+	if !b.loadEntity(ctx, kind, name) || b.replicas == nil {
 		return
 	}
-	switch kind {
-	case zkdata.ConfigTypeTopic:
-		b.setTopicOverrides(name, m)
-		if b.replicas != nil {
-			b.replicas.ApplyTopicSettings(name)
-		}
-	case zkdata.ConfigTypeBroker:
-		if name == zkdata.DefaultConfigEntity {
-			b.cfg.SetDynamicDefault(m)
-		} else if name == fmt.Sprint(b.id) {
-			b.cfg.SetDynamic(m)
-		} else {
-			return
-		}
-		if b.replicas != nil {
-			for _, t := range b.meta.topicNames() {
-				b.replicas.ApplyTopicSettings(t)
-			}
-		}
+	if kind == zkdata.ConfigTypeTopic {
+		b.replicas.ApplyTopicSettings(name)
+		return
+	}
+	for _, t := range b.meta.topicNames() {
+		b.replicas.ApplyTopicSettings(t)
 	}
 }
 

@@ -1,8 +1,11 @@
 package broker
 
 import (
+	"context"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/ktoolhq/ktool/broker/coord"
 	"github.com/ktoolhq/ktool/broker/replica"
 )
 
@@ -27,3 +30,18 @@ func (b *Broker) ReadAndEncodeFetch(req *kmsg.FetchRequest) {
 	parts, _, _ := b.readFetch(req, false, req.MaxBytes, nil, nil)
 	encodeFetch(req.GetVersion(), 0, parts, 0).Release()
 }
+
+// WrapStore replaces the broker's coordination session with wrap(session)
+// and returns a func putting the session back, for tests.
+func (b *Broker) WrapStore(wrap func(coord.Store) coord.Store) (restore func()) {
+	s := b.Store()
+	b.setStore(wrap(s))
+	return func() { b.setStore(s) }
+}
+
+// ReloadConfig re-reads a config entity ("topics/T", "brokers/<id>") as a
+// config change notification makes the broker do, for tests.
+func (b *Broker) ReloadConfig(ctx context.Context, entity string) { b.reloadEntity(ctx, entity) }
+
+// TopicOverrides is the topic's overrides this broker applies, for tests.
+func (b *Broker) TopicOverrides(topic string) map[string]string { return b.topicOverrides(topic) }
