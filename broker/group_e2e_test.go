@@ -221,7 +221,12 @@ func TestGroupCoordinatorFailover(t *testing.T) {
 				if r := fc["fo"]; r.Err != nil || r.NodeID == coord.NodeID {
 					return fmt.Errorf("coordinator %d (%v) after %d died; %s", r.NodeID, r.Err, coord.NodeID, offsetsLeaders(ctx, adm))
 				}
-				got, err := committed(ctx, adm, "fo")
+				// A fresh client each time: the FindCoordinator a client sends
+				// for FetchOffsets may reach a survivor that has not heard of
+				// the death yet, and kgo keeps the dead coordinator it was
+				// given while dialing it fails, as far as we can tell (once under load: a
+				// minute of "connection refused" after the broker had moved).
+				got, err := committed(ctx, c.Admin(), "fo")
 				if err != nil {
 					return err
 				}
