@@ -126,9 +126,23 @@ func (p *page) waitJS(what string, deadline time.Duration, expr string) {
 	}
 }
 
+// click clicks the element sel names. The live pages re-render while they
+// are clicked; a node replaced between finding and clicking it ("Could not
+// find node with given id", seen once in CI on the ZooKeeper page) is looked
+// up again, for at most 10 s.
 func (p *page) click(sel string) {
 	p.t.Helper()
-	p.run(chromedp.Click(chromedp.CSS(sel)))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := chromedp.Do(p.ctx, chromedp.Click(chromedp.CSS(sel)))
+		if err == nil {
+			return
+		}
+		if !strings.Contains(err.Error(), "Could not find node") || time.Now().After(deadline) {
+			p.t.Fatalf("browser: clicking %s: %v\npage text:\n%s", sel, err, p.text())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func (p *page) screenshot(name string) string {
