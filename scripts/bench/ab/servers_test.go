@@ -21,6 +21,10 @@ func TestCPUTimeResolvesMilliseconds(t *testing.T) {
 		start := time.Now()
 		for time.Since(start) < 3*time.Millisecond {
 		}
+		// A thread's schedstat counts its run time when it is switched
+		// out: sleeping makes the spin count before the read (without it,
+		// CI once read 0 on a thread still running).
+		time.Sleep(2 * time.Millisecond)
 		d := cpuTime(pid) - before
 		if d <= 0 || d%(10*time.Millisecond) == 0 {
 			t.Fatalf("3 ms of work measured as %v: not finer than a 10 ms tick", d)
