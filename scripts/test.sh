@@ -109,7 +109,20 @@ fuzz_log=$(mktemp)
 for target in $(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do
   pkg=$(dirname "$target")
   for f in $(grep -oE '^func Fuzz[A-Za-z0-9_]+' "$target" | awk '{print $2}'); do
+    ok=0
     if go test -run='^$' -fuzz="^${f}\$" -fuzztime="$fuzztime" "$pkg" >"$fuzz_log" 2>&1; then
+      ok=1
+    elif grep -q 'context deadline exceeded' "$fuzz_log" && ! grep -q 'Failing input written to' "$fuzz_log"; then
+      # Go's fuzzing coordinator sometimes ends a run at -fuzztime with
+      # "context deadline exceeded" and no failing input, when a worker is
+      # slow to stop on a loaded machine (seen in CI); that is no finding,
+      # so the target runs once more and must pass then.
+      echo "again $pkg $f: it stopped at its time limit without a failing input"
+      if go test -run='^$' -fuzz="^${f}\$" -fuzztime="$fuzztime" "$pkg" >"$fuzz_log" 2>&1; then
+        ok=1
+      fi
+    fi
+    if [ $ok = 1 ]; then
       echo "ok   $pkg $f"
     else
       echo "FAIL $pkg $f; its output:"
